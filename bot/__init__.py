@@ -1,0 +1,1 @@
+"""repairbot service: intake, tasks, forges, runner, dashboard and the command-line interface."""

@@ -1,0 +1,25 @@
+"""The ``repairbot`` command line: one module per subcommand, each with ``register(app)``."""
+
+from __future__ import annotations
+
+import typer
+
+from bot.cli import classify_command
+
+
+def build_app() -> typer.Typer:
+    """Build the Typer application with every subcommand registered."""
+    app = typer.Typer(
+        name="repairbot",
+        help="Classify CI failures, sweep repositories for contract violations, and fix them.",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    for module in (classify_command,):
+        module.register(app)
+    return app
+
+
+def main() -> None:
+    """Console-script entry point."""
+    build_app()()

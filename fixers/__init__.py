@@ -1,0 +1,1 @@
+"""Failure intake, signature classification, contract sweep and LibCST codemods."""

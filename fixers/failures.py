@@ -1,0 +1,58 @@
+"""The normalised records every intake format produces and the classifier consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed test or collection error, as reported by CI.
+
+    ``test_id`` is None for failures that belong to no test (a crash in the log outside pytest).
+    """
+
+    test_id: str | None
+    error_text: str
+    stack_trace: str = ""
+    stage: str | None = None
+    gpu_type: str | None = None
+    log_excerpt: str = ""
+
+    @property
+    def full_text(self) -> str:
+        """Everything the classifier may search, root causes included."""
+        return "\n".join(part for part in (self.stack_trace, self.error_text, self.log_excerpt) if part)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame: where the code ran."""
+
+    path: str
+    line: int
+    function: str | None = None
+    source: str | None = None
+
+    def location(self) -> str:
+        """``path:line``, as editors and reviewers read it."""
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class Finding:
+    """One root cause: a signature match plus every test, stage and GPU type it broke."""
+
+    signature: str
+    fixer: str | None
+    exception_type: str | None
+    message: str
+    class_name: str | None = None
+    captures: dict[str, str] = field(default_factory=dict)
+    missing_methods: tuple[str, ...] = ()
+    frame: Frame | None = None
+    class_frame: Frame | None = None
+    tests: list[str] = field(default_factory=list)
+    stages: list[str] = field(default_factory=list)
+    gpu_types: list[str] = field(default_factory=list)
+    evidence: str = ""

@@ -1,0 +1,1 @@
+"""A small speculative-decoding runtime that follows the SpecWorkerBase contract."""
