@@ -22,7 +22,11 @@ class Failure:
     @property
     def full_text(self) -> str:
         """Everything the classifier may search, root causes included."""
-        return "\n".join(part for part in (self.stack_trace, self.error_text, self.log_excerpt) if part)
+        parts = [self.stack_trace]
+        if self.error_text not in self.stack_trace:
+            parts.append(self.error_text)
+        parts.append(self.log_excerpt)
+        return "\n".join(part for part in parts if part)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,92 @@
+"""``repairbot classify``: read a CI report and print its findings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+from rich.table import Table
+
+from fixers.classify import classify_report
+from fixers.failures import Finding
+from fixers.findings_json import finding_to_dict
+from fixers.intake import FailureReport, Format, IntakeError, read_report
+
+_PROGRESS_FROM_BYTES = 16 << 20
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``classify`` command to the application."""
+    app.command("classify")(classify)
+
+
+def classify(
+    source: Annotated[str, typer.Argument(help="Log or report file, or - for standard input")],
+    format: Annotated[Format | None, typer.Option("--format", help="Force the input format")] = None,
+    stage: Annotated[str | None, typer.Option(help="Stage the log came from (sets the GPU type)")] = None,
+    repo_root: Annotated[str | None, typer.Option(help="Repository root as it appears in paths")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON")] = False,
+) -> None:
+    """Classify the failures in a CI report: console text, JUnit XML, testReport or analysis JSON."""
+    err = Console(stderr=True)
+    try:
+        report = _read(source, format, stage, show_progress=not as_json and sys.stderr.isatty())
+    except (IntakeError, OSError) as exc:
+        err.print(f"[red]error:[/red] {source}: {exc}")
+        raise typer.Exit(2) from exc
+    findings = classify_report(report, repo_root=repo_root)
+    if as_json:
+        document = {"format": report.format.value, "stages": report.stages, "notes": report.notes,
+                    "findings": [finding_to_dict(f) for f in findings]}
+        typer.echo(json.dumps(document, indent=2))
+        return
+    _print_table(Console(), report, findings)
+
+
+def _read(source: str, format: Format | None, stage: str | None, *, show_progress: bool) -> FailureReport:
+    if source == "-":
+        return read_report(sys.stdin.buffer, format=format, stage=stage)
+    path = Path(source)
+    size = path.stat().st_size
+    with path.open("rb") as raw:
+        progress = _progress() if show_progress and size >= _PROGRESS_FROM_BYTES else None
+        with progress or nullcontext():
+            stream: BinaryIO = raw
+            if progress is not None:
+                stream = progress.wrap_file(raw, total=size, description="reading")  # type: ignore[assignment]
+            return read_report(stream, format=format, stage=stage)
+
+
+def _progress() -> Progress:
+    return Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                    TransferSpeedColumn(), console=Console(stderr=True), transient=True)
+
+
+def _print_table(console: Console, report: FailureReport, findings: list[Finding]) -> None:
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    failure_count = len(report.failures)
+    console.print(f"{report.format.value}: {failure_count} failure(s), {len(findings)} root cause(s)")
+    if not findings:
+        return
+    table = Table(show_lines=True)
+    for column in ("signature", "class", "message", "where", "tests", "GPU types", "fixer"):
+        table.add_column(column, overflow="fold")
+    for finding in findings:
+        tests = "\n".join(finding.tests[:3]) + (f"\n… {len(finding.tests) - 3} more" if len(finding.tests) > 3 else "")
+        table.add_row(
+            finding.signature,
+            finding.class_name or "",
+            finding.message[:160],
+            finding.frame.location() if finding.frame else "",
+            f"{len(finding.tests)}\n{tests}" if finding.tests else "0",
+            ", ".join(finding.gpu_types),
+            finding.fixer or "report only",
+        )
+    console.print(table)

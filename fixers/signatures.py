@@ -1,0 +1,119 @@
+"""Failure signatures as ordered data (``signatures.toml``), loaded and validated once."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+UNCLASSIFIED = "unclassified"
+
+
+class SignatureError(ValueError):
+    """A signatures file that is malformed; the message names the entry and the problem."""
+
+
+@dataclass(frozen=True)
+class SignatureExample:
+    """A text the signature must match, with the captures it must produce."""
+
+    text: str
+    captures: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One recognisable failure: a pattern with named groups and the fixer it maps to."""
+
+    id: str
+    exception: str
+    pattern: re.Pattern[str]
+    anchor: str
+    description: str
+    fixer: str | None
+    examples: tuple[SignatureExample, ...]
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """First match in ``text``, skipping the regex when the anchor literal is absent."""
+        if self.anchor not in text:
+            return None
+        return self.pattern.search(text)
+
+
+def _require(entry: Mapping[str, Any], key: str, where: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise SignatureError(f"{where}: '{key}' must be a non-empty string")
+    return value
+
+
+def _parse_example(raw: Any, where: str) -> SignatureExample:
+    if not isinstance(raw, Mapping):
+        raise SignatureError(f"{where}: an example must be a table")
+    captures = raw.get("captures", {})
+    if not isinstance(captures, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in captures.items()
+    ):
+        raise SignatureError(f"{where}: 'captures' must map group names to strings")
+    return SignatureExample(text=_require(raw, "text", where), captures=dict(captures))
+
+
+def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
+    """Build one signature from its TOML table, checking its pattern and examples."""
+    where = f"signature #{position} ({entry.get('id', '?')})"
+    sig_id = _require(entry, "id", where)
+    try:
+        pattern = re.compile(_require(entry, "pattern", where))
+    except re.error as exc:
+        raise SignatureError(f"{where}: pattern does not compile: {exc}") from exc
+    fixer = entry.get("fixer")
+    if fixer is not None and not isinstance(fixer, str):
+        raise SignatureError(f"{where}: 'fixer' must be a string when present")
+    raw_examples = entry.get("example", [])
+    if not isinstance(raw_examples, Sequence):
+        raise SignatureError(f"{where}: 'example' must be an array of tables")
+    examples = tuple(_parse_example(raw, where) for raw in raw_examples)
+    anchor = _require(entry, "anchor", where)
+    for example in examples:
+        if anchor not in example.text:
+            raise SignatureError(f"{where}: anchor {anchor!r} is missing from example {example.text!r}")
+        unknown = set(example.captures) - set(pattern.groupindex)
+        if unknown:
+            raise SignatureError(f"{where}: example names unknown groups {sorted(unknown)}")
+    return Signature(
+        id=sig_id,
+        exception=_require(entry, "exception", where),
+        pattern=pattern,
+        anchor=anchor,
+        description=str(entry.get("description", "")),
+        fixer=fixer,
+        examples=examples,
+    )
+
+
+def parse_signatures(document: str) -> tuple[Signature, ...]:
+    """Parse a signatures TOML document into its ordered signatures."""
+    try:
+        data = tomllib.loads(document)
+    except tomllib.TOMLDecodeError as exc:
+        raise SignatureError(f"signatures file is not valid TOML: {exc}") from exc
+    entries = data.get("signature", [])
+    if not isinstance(entries, list) or not entries:
+        raise SignatureError("signatures file must hold at least one [[signature]] table")
+    signatures = tuple(parse_signature(entry, i) for i, entry in enumerate(entries, start=1))
+    ids = [s.id for s in signatures]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates or UNCLASSIFIED in ids:
+        raise SignatureError(f"signature ids must be unique and not '{UNCLASSIFIED}': {duplicates}")
+    return signatures
+
+
+@cache
+def builtin_signatures() -> tuple[Signature, ...]:
+    """The signatures shipped with repairbot, in match order."""
+    text = resources.files("fixers").joinpath("signatures.toml").read_text(encoding="utf-8")
+    return parse_signatures(text)

@@ -1,0 +1,65 @@
+"""The signature data file: every example is a test, and malformed files are refused clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixers.signatures import SignatureError, builtin_signatures, parse_signatures
+
+EXAMPLES = [
+    pytest.param(signature, example, id=f"{signature.id}-{index}")
+    for signature in builtin_signatures()
+    for index, example in enumerate(signature.examples)
+]
+
+
+@pytest.mark.parametrize(("signature", "example"), EXAMPLES)
+def test_every_example_matches_with_its_captures(signature, example):
+    match = signature.search(example.text)
+    assert match is not None, f"{signature.id} does not match its own example"
+    captured = {k: v for k, v in match.groupdict().items() if k in example.captures}
+    assert captured == dict(example.captures)
+
+
+@pytest.mark.parametrize(("signature", "example"), EXAMPLES)
+def test_no_earlier_signature_steals_an_example(signature, example):
+    ordered = builtin_signatures()
+    first = next(s for s in ordered if s.search(example.text))
+    assert first.id == signature.id
+
+
+def test_contract_and_abstract_signatures_map_to_fixers():
+    by_id = {s.id: s for s in builtin_signatures()}
+    assert by_id["contract-forward-override"].fixer
+    assert by_id["abstract-method-missing"].fixer
+    assert by_id["cuda-out-of-memory"].fixer is None
+
+
+@pytest.mark.parametrize(
+    ("document", "complaint"),
+    [
+        ("not toml [[[", "not valid TOML"),
+        ("", "at least one"),
+        ('[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "(unclosed"', "does not compile"),
+        ('[[signature]]\nid = "x"\nexception = "E"\npattern = "a"', "'anchor' must be"),
+        (
+            '[[signature]]\nid = "x"\nexception = "E"\nanchor = "zz"\npattern = "a"\n'
+            '[[signature.example]]\ntext = "a"',
+            "anchor 'zz' is missing",
+        ),
+        (
+            '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "a"\n'
+            '[[signature.example]]\ntext = "a"\ncaptures = { nope = "a" }',
+            "unknown groups ['nope']",
+        ),
+        (
+            '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "a"\n'
+            '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "a"\n',
+            "unique",
+        ),
+    ],
+)
+def test_malformed_signature_files_are_refused_with_the_reason(document, complaint):
+    with pytest.raises(SignatureError, match=None) as raised:
+        parse_signatures(document)
+    assert complaint in str(raised.value)
