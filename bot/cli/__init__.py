@@ -15,9 +15,14 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
+    app.callback()(_root)
     for module in (classify_command,):
         module.register(app)
     return app
+
+
+def _root() -> None:
+    """repairbot: automated repair of API-contract CI breakages."""
 
 
 def main() -> None:
