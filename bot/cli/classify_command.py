@@ -11,7 +11,7 @@ from typing import Annotated, BinaryIO
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-from rich.table import Table
+from rich.markup import escape
 
 from fixers.classify import classify_report
 from fixers.failures import Finding
@@ -19,6 +19,7 @@ from fixers.findings_json import finding_to_dict
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 _PROGRESS_FROM_BYTES = 16 << 20
+_TESTS_SHOWN = 5
 
 
 def register(app: typer.Typer) -> None:
@@ -46,7 +47,7 @@ def classify(
                     "findings": [finding_to_dict(f) for f in findings]}
         typer.echo(json.dumps(document, indent=2))
         return
-    _print_table(Console(), report, findings)
+    _print_findings(Console(), report, findings)
 
 
 def _read(source: str, format: Format | None, stage: str | None, *, show_progress: bool) -> FailureReport:
@@ -68,25 +69,25 @@ def _progress() -> Progress:
                     TransferSpeedColumn(), console=Console(stderr=True), transient=True)
 
 
-def _print_table(console: Console, report: FailureReport, findings: list[Finding]) -> None:
+def _print_findings(console: Console, report: FailureReport, findings: list[Finding]) -> None:
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
-    failure_count = len(report.failures)
-    console.print(f"{report.format.value}: {failure_count} failure(s), {len(findings)} root cause(s)")
-    if not findings:
-        return
-    table = Table(show_lines=True)
-    for column in ("signature", "class", "message", "where", "tests", "GPU types", "fixer"):
-        table.add_column(column, overflow="fold")
-    for finding in findings:
-        tests = "\n".join(finding.tests[:3]) + (f"\n… {len(finding.tests) - 3} more" if len(finding.tests) > 3 else "")
-        table.add_row(
-            finding.signature,
-            finding.class_name or "",
-            finding.message[:160],
-            finding.frame.location() if finding.frame else "",
-            f"{len(finding.tests)}\n{tests}" if finding.tests else "0",
-            ", ".join(finding.gpu_types),
-            finding.fixer or "report only",
-        )
-    console.print(table)
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    console.print(f"{report.format.value}: {len(report.failures)} failure(s), {len(findings)} root cause(s)")
+    for number, finding in enumerate(findings, start=1):
+        fixer = finding.fixer or "report only"
+        title = f"{number}. [bold]{finding.signature}[/bold]"
+        if finding.class_name:
+            title += f"  [cyan]{escape(finding.class_name)}[/cyan]"
+        console.print(f"\n{title}  [dim]fixer: {fixer}[/dim]")
+        console.print(f"   {escape(finding.message[:300])}", soft_wrap=True)
+        if finding.frame:
+            where = f"   at {escape(finding.frame.location())}"
+            if finding.class_frame:
+                where += f" (class statement at {escape(finding.class_frame.location())})"
+            console.print(where)
+        shown = ", ".join(finding.tests[:_TESTS_SHOWN])
+        more = f" … and {len(finding.tests) - _TESTS_SHOWN} more" if len(finding.tests) > _TESTS_SHOWN else ""
+        console.print(f"   {len(finding.tests)} test(s): {escape(shown)}{more}", soft_wrap=True)
+        if finding.stages:
+            gpus = ", ".join(finding.gpu_types) or "unknown GPU"
+            console.print(f"   stages: {escape(', '.join(finding.stages))} ({escape(gpus)})")
