@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -25,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_LOG = ROOT / "tests" / "fixtures" / "logs" / "py312" / "combined.console.txt"
-WORDS = b"compile link wheel kernel cuda warmup tokens throughput latency step loss nccl rank".split()
+WORDS = (
+    b"compile link wheel kernel cuda warmup tokens throughput latency step loss nccl rank".split()
+)
 
 
 def make_log(path: Path, size_mb: int) -> None:
@@ -39,11 +41,18 @@ def make_log(path: Path, size_mb: int) -> None:
             block = []
             for _ in range(10_000):
                 index += 1
-                stamp = b"[2026-11-29T14:%02d:%02d.%03dZ] " % (index // 60 % 60, index % 60, index % 1000)
+                stamp = b"[2026-11-29T14:%02d:%02d.%03dZ] " % (
+                    index // 60 % 60,
+                    index % 60,
+                    index % 1000,
+                )
                 if index % 2:
                     test = rng.choice(WORDS).decode()
-                    block.append(stamp + b"[gw%d] [ %2d%%] PASSED tests/unittest/test_%s.py::test_%d\n"
-                                 % (index % 4, index % 100, test.encode(), index))
+                    block.append(
+                        stamp
+                        + b"[gw%d] [ %2d%%] PASSED tests/unittest/test_%s.py::test_%d\n"
+                        % (index % 4, index % 100, test.encode(), index)
+                    )
                 else:
                     block.append(stamp + b" ".join(rng.choice(WORDS) for _ in range(9)) + b"\n")
             if not planted and written > target // 2:
@@ -67,7 +76,9 @@ def ere_patterns() -> list[str]:
 
 def run_child(log: Path) -> tuple[float, int, int]:
     """Classify in a child process: (seconds of its own work, peak RSS in bytes, findings)."""
-    result = subprocess.run([sys.executable, __file__, "--child", str(log)], capture_output=True, check=True)
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", str(log)], capture_output=True, check=True
+    )
     measured = json.loads(result.stdout)
     return measured["seconds"], measured["peak_rss"], measured["findings"]
 
@@ -94,7 +105,9 @@ def child(log: Path) -> None:
 
 def run_grep(log: Path, patterns: Path) -> float:
     start = time.perf_counter()
-    result = subprocess.run(["grep", "-E", "-c", "-f", str(patterns), str(log)], capture_output=True)
+    result = subprocess.run(
+        ["grep", "-E", "-c", "-f", str(patterns), str(log)], capture_output=True
+    )
     seconds = time.perf_counter() - start
     if result.returncode not in (0, 1):
         raise SystemExit(f"grep failed: {result.stderr.decode()}")
@@ -102,7 +115,9 @@ def run_grep(log: Path, patterns: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -124,7 +139,9 @@ def main() -> None:
             make_log(log, args.size_mb)
         patterns.write_text("\n".join(ere_patterns()) + "\n")
         megabytes = log.stat().st_size / 1e6
-        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+        subprocess.run(
+            ["cat", str(log)], stdout=subprocess.DEVNULL, check=True
+        )  # warm the page cache
         ours, rss, findings = [], 0, 0
         grep = []
         with console.status("measuring"):
@@ -134,8 +151,12 @@ def main() -> None:
                 rss = max(rss, peak)
                 grep.append(run_grep(log, patterns))
     best, best_grep = min(ours), min(grep)
-    console.print(f"log: {megabytes:.1f} MB, scanner backend: {scanner_backend()}, findings: {findings}")
-    console.print(f"repairbot classify: {megabytes / best:8.1f} MB/s  ({best:.3f} s, best of {args.repeat})")
+    console.print(
+        f"log: {megabytes:.1f} MB, scanner backend: {scanner_backend()}, findings: {findings}"
+    )
+    console.print(
+        f"repairbot classify: {megabytes / best:8.1f} MB/s  ({best:.3f} s, best of {args.repeat})"
+    )
     console.print(f"grep -E (baseline): {megabytes / best_grep:8.1f} MB/s  ({best_grep:.3f} s)")
     console.print(f"throughput ratio to grep: {best_grep / best:.2f}x  (target >= 0.5x)")
     console.print(f"peak RSS of the classifier: {rss / 2**20:.1f} MiB  (target <= 100 MiB)")

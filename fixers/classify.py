@@ -39,7 +39,11 @@ def classify_failures(
             # Frame and evidence come from the first affected test in id order: stable output
             # whatever order the CI happened to report the failures in.
             representative[key] = test_id
-            merged.frame, merged.class_frame, merged.evidence = finding.frame, finding.class_frame, finding.evidence
+            merged.frame, merged.class_frame, merged.evidence = (
+                finding.frame,
+                finding.class_frame,
+                finding.evidence,
+            )
         _add_occurrence(merged, failure)
     for finding in findings.values():
         finding.tests.sort()
@@ -52,7 +56,11 @@ def classify_report(report: FailureReport, *, repo_root: str | None = None) -> l
 
 
 def classify_file(
-    path: Path, *, format: Format | None = None, stage: str | None = None, repo_root: str | None = None
+    path: Path,
+    *,
+    format: Format | None = None,
+    stage: str | None = None,
+    repo_root: str | None = None,
 ) -> list[Finding]:
     """Read a report file in any supported format and classify it."""
     with path.open("rb") as stream:
@@ -86,13 +94,17 @@ def _signature_finding(
         captures=captures,
         missing_methods=_method_names(captures.get("methods", "")),
         frame=frame,
-        class_frame=frame_defining_class(block, captures["cls"], repo_root) if "cls" in captures else None,
+        class_frame=frame_defining_class(block, captures["cls"], repo_root)
+        if "cls" in captures
+        else None,
         evidence=_excerpt(text, match.start()),
     )
     return (signature.id, tuple(sorted(captures.items()))), finding
 
 
-def _unclassified_finding(failure: Failure, text: str, repo_root: str | None) -> tuple[Hashable, Finding]:
+def _unclassified_finding(
+    failure: Failure, text: str, repo_root: str | None
+) -> tuple[Hashable, Finding]:
     exception = (
         last_exception_line(failure.error_text)
         or last_exception_line(text)
@@ -113,8 +125,11 @@ def _unclassified_finding(failure: Failure, text: str, repo_root: str | None) ->
 
 
 def _add_occurrence(finding: Finding, failure: Failure) -> None:
-    for values, value in ((finding.tests, failure.test_id), (finding.stages, failure.stage),
-                          (finding.gpu_types, failure.gpu_type)):
+    for values, value in (
+        (finding.tests, failure.test_id),
+        (finding.stages, failure.stage),
+        (finding.gpu_types, failure.gpu_type),
+    ):
         if value and value not in values:
             values.append(value)
 
@@ -142,4 +157,3 @@ def _excerpt(text: str, position: int) -> str:
     if start:
         start = text.find("\n", start) + 1
     return text[start:end].strip("\n")
-

@@ -80,7 +80,9 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
     anchor = _require(entry, "anchor", where)
     for example in examples:
         if anchor not in example.text:
-            raise SignatureError(f"{where}: anchor {anchor!r} is missing from example {example.text!r}")
+            raise SignatureError(
+                f"{where}: anchor {anchor!r} is missing from example {example.text!r}"
+            )
         unknown = set(example.captures) - set(pattern.groupindex)
         if unknown:
             raise SignatureError(f"{where}: example names unknown groups {sorted(unknown)}")

@@ -9,7 +9,9 @@ from fixers.failures import Frame
 
 # `  File "pkg/mod.py", line 12, in forward` (CPython) and
 # `pkg/mod.py:12: in forward` / `pkg/mod.py:12: TypeError` (pytest's long and short styles).
-_CPYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_CPYTHON_FRAME = re.compile(
+    r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$'
+)
 _PYTEST_FRAME = re.compile(
     r"^(?P<path>[^\s:\"'][^:\"']*\.py):(?P<line>\d+): (?:in (?P<func>\S+)|(?P<raised>\w[\w.]*))$"
 )
@@ -25,7 +27,13 @@ _EXCEPTION_LINE = re.compile(
     r"(?:Error|Exception|Exit|Interrupt|Failed|Warning|Timeout|Iteration))"
     r"(?::[ \t]*(?P<message>.*))?$"
 )
-_EXTERNAL_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "/lib64/python3", "importlib/")
+_EXTERNAL_MARKERS = (
+    "site-packages/",
+    "dist-packages/",
+    "/lib/python3",
+    "/lib64/python3",
+    "importlib/",
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ def _is_frame_line(line: str) -> bool:
 
 
 def is_repository_path(path: str, repo_root: str | None = None) -> bool:
-    """Whether a frame's file belongs to the repository rather than Python or an installed package."""
+    """Whether a frame's file is in the repository rather than Python or an installed package."""
     if path.startswith("<"):
         return False
     if repo_root and path.startswith("/"):
@@ -79,7 +87,9 @@ def innermost_repository_frame(text: str, repo_root: str | None = None) -> Frame
     """The deepest frame of ``text`` that lies inside the repository, path made relative."""
     for frame in reversed(parse_frames(text)):
         if is_repository_path(frame.path, repo_root):
-            return Frame(relative_to_root(frame.path, repo_root), frame.line, frame.function, frame.source)
+            return Frame(
+                relative_to_root(frame.path, repo_root), frame.line, frame.function, frame.source
+            )
     return None
 
 
@@ -110,8 +120,14 @@ def frame_defining_class(text: str, class_name: str, repo_root: str | None = Non
     short_name = class_name.rsplit(".", 1)[-1]
     pattern = re.compile(rf"^class {re.escape(short_name)}\b")
     for frame in reversed(parse_frames(text)):
-        if frame.source and pattern.match(frame.source) and is_repository_path(frame.path, repo_root):
-            return Frame(relative_to_root(frame.path, repo_root), frame.line, frame.function, frame.source)
+        if (
+            frame.source
+            and pattern.match(frame.source)
+            and is_repository_path(frame.path, repo_root)
+        ):
+            return Frame(
+                relative_to_root(frame.path, repo_root), frame.line, frame.function, frame.source
+            )
     return None
 
 

@@ -10,8 +10,8 @@ from typing import Annotated, BinaryIO
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from fixers.classify import classify_report
 from fixers.failures import Finding
@@ -29,12 +29,18 @@ def register(app: typer.Typer) -> None:
 
 def classify(
     source: Annotated[str, typer.Argument(help="Log or report file, or - for standard input")],
-    format: Annotated[Format | None, typer.Option("--format", help="Force the input format")] = None,
-    stage: Annotated[str | None, typer.Option(help="Stage the log came from (sets the GPU type)")] = None,
-    repo_root: Annotated[str | None, typer.Option(help="Repository root as it appears in paths")] = None,
+    format: Annotated[
+        Format | None, typer.Option("--format", help="Force the input format")
+    ] = None,
+    stage: Annotated[
+        str | None, typer.Option(help="Stage the log came from (sets the GPU type)")
+    ] = None,
+    repo_root: Annotated[
+        str | None, typer.Option(help="Repository root as it appears in paths")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON")] = False,
 ) -> None:
-    """Classify the failures in a CI report: console text, JUnit XML, testReport or analysis JSON."""
+    """Classify a CI report: console text, JUnit XML, testReport or analysis JSON."""
     err = Console(stderr=True)
     try:
         report = _read(source, format, stage, show_progress=not as_json and sys.stderr.isatty())
@@ -43,14 +49,20 @@ def classify(
         raise typer.Exit(2) from exc
     findings = classify_report(report, repo_root=repo_root)
     if as_json:
-        document = {"format": report.format.value, "stages": report.stages, "notes": report.notes,
-                    "findings": [finding_to_dict(f) for f in findings]}
+        document = {
+            "format": report.format.value,
+            "stages": report.stages,
+            "notes": report.notes,
+            "findings": [finding_to_dict(f) for f in findings],
+        }
         typer.echo(json.dumps(document, indent=2))
         return
     _print_findings(Console(), report, findings)
 
 
-def _read(source: str, format: Format | None, stage: str | None, *, show_progress: bool) -> FailureReport:
+def _read(
+    source: str, format: Format | None, stage: str | None, *, show_progress: bool
+) -> FailureReport:
     if source == "-":
         return read_report(sys.stdin.buffer, format=format, stage=stage)
     path = Path(source)
@@ -60,19 +72,27 @@ def _read(source: str, format: Format | None, stage: str | None, *, show_progres
         with progress or nullcontext():
             stream: BinaryIO = raw
             if progress is not None:
-                stream = progress.wrap_file(raw, total=size, description="reading")  # type: ignore[assignment]
+                stream = progress.wrap_file(raw, total=size, description="reading")
             return read_report(stream, format=format, stage=stage)
 
 
 def _progress() -> Progress:
-    return Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), console=Console(stderr=True), transient=True)
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
 
 
 def _print_findings(console: Console, report: FailureReport, findings: list[Finding]) -> None:
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    console.print(f"{report.format.value}: {len(report.failures)} failure(s), {len(findings)} root cause(s)")
+    console.print(
+        f"{report.format.value}: {len(report.failures)} failure(s), {len(findings)} root cause(s)"
+    )
     for number, finding in enumerate(findings, start=1):
         fixer = finding.fixer or "report only"
         title = f"{number}. [bold]{finding.signature}[/bold]"
@@ -86,7 +106,11 @@ def _print_findings(console: Console, report: FailureReport, findings: list[Find
                 where += f" (class statement at {escape(finding.class_frame.location())})"
             console.print(where)
         shown = ", ".join(finding.tests[:_TESTS_SHOWN])
-        more = f" … and {len(finding.tests) - _TESTS_SHOWN} more" if len(finding.tests) > _TESTS_SHOWN else ""
+        more = (
+            f" … and {len(finding.tests) - _TESTS_SHOWN} more"
+            if len(finding.tests) > _TESTS_SHOWN
+            else ""
+        )
         console.print(f"   {len(finding.tests)} test(s): {escape(shown)}{more}", soft_wrap=True)
         if finding.stages:
             gpus = ", ".join(finding.gpu_types) or "unknown GPU"

@@ -17,7 +17,7 @@ from fixers.intake.errors import IntakeError
 from fixers.intake.junit import read_junit
 from fixers.intake.testreport import failures_from_testreport
 
-__all__ = ["Format", "IntakeError", "FailureReport", "detect_format", "read_report"]
+__all__ = ["FailureReport", "Format", "IntakeError", "detect_format", "read_report"]
 
 MAX_DOCUMENT_BYTES = 64 << 20
 _PEEK_BYTES = 64 << 10
@@ -56,15 +56,20 @@ def detect_format(head: bytes) -> Format:
     return Format.CONSOLE
 
 
-def read_report(stream: BinaryIO, *, format: Format | None = None, stage: str | None = None) -> FailureReport:
+def read_report(
+    stream: BinaryIO, *, format: Format | None = None, stage: str | None = None
+) -> FailureReport:
     """Read a report from a binary stream; console text is streamed, documents are size-capped."""
     head = stream.read(_PEEK_BYTES)
     if not head.strip():
-        return FailureReport(format or Format.CONSOLE, [], notes=["empty input: nothing to classify"])
+        return FailureReport(
+            format or Format.CONSOLE, [], notes=["empty input: nothing to classify"]
+        )
     nul = head.find(b"\x00")
     if nul != -1:
         raise IntakeError(
-            f"input looks binary (NUL byte at offset {nul}); expected console text, JSON or JUnit XML"
+            f"input looks binary (NUL byte at offset {nul}); "
+            "expected console text, JSON or JUnit XML"
         )
     chosen = format or detect_format(head)
     if chosen is Format.CONSOLE:
@@ -92,7 +97,10 @@ def _read_json_report(body: bytes, forced: Format | None, stage: str | None) -> 
     if not failures and (analysis.log_excerpt or analysis.analysis_text):
         excerpt = (analysis.log_excerpt + "\n" + analysis.analysis_text).encode("utf-8", "replace")
         result = read_console([excerpt], stage=stage)
-        failures, notes = result.failures, ["no failures[] given: read log_excerpt and analysis_text"]
+        failures, notes = (
+            result.failures,
+            ["no failures[] given: read log_excerpt and analysis_text"],
+        )
         stages += [s for s in result.stages if s not in stages]
     return FailureReport(kind, failures, stages, analysis=analysis, notes=notes)
 
@@ -102,7 +110,9 @@ def _decode_json(body: bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise IntakeError(f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+        raise IntakeError(
+            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
     except RecursionError as exc:
         raise IntakeError("JSON nested too deeply to be a CI report") from exc
 
@@ -111,7 +121,7 @@ def _read_capped(stream: BinaryIO, limit: int) -> bytes:
     data = stream.read(limit + 1)
     if len(data) > limit:
         raise IntakeError(
-            f"document larger than {MAX_DOCUMENT_BYTES >> 20} MiB; send console logs as text to stream them"
+            f"document larger than {MAX_DOCUMENT_BYTES >> 20} MiB; send console logs as text"
         )
     return data
 

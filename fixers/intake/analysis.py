@@ -23,7 +23,9 @@ class StageResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Stage name, e.g. H100_PCIe-PyTorch-1")
-    gpu_type: str | None = Field(default=None, description="GPU type; derived from the name if absent")
+    gpu_type: str | None = Field(
+        default=None, description="GPU type; derived from the name if absent"
+    )
     result: str = Field(description="SUCCESS, FAILURE, UNSTABLE, ABORTED, ...")
 
 
@@ -32,7 +34,9 @@ class FailedTest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    test: str | None = Field(default=None, description="pytest node id; null for a non-test failure")
+    test: str | None = Field(
+        default=None, description="pytest node id; null for a non-test failure"
+    )
     stage: str | None = None
     error_details: str = Field(default="", description="The exception line(s)")
     stack_trace: str = ""
@@ -86,4 +90,3 @@ def json_schema() -> dict[str, Any]:
     """The published JSON Schema of the failure analysis document."""
     schema = FailureAnalysis.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
-

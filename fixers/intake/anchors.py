@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-try:  # pragma: no cover - which branch runs depends on the platform
+_hyperscan: Any
+try:  # which branch runs depends on the platform
     import hyperscan as _hyperscan
-except ImportError:  # pragma: no cover
+except ImportError:
     _hyperscan = None
 
 Scanner = Callable[[bytes], list[int]]

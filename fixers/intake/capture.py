@@ -4,7 +4,10 @@ from __future__ import annotations
 
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 64 << 10
-_CHAIN_PHRASES = (b"The above exception was the direct cause", b"During handling of the above exception")
+_CHAIN_PHRASES = (
+    b"The above exception was the direct cause",
+    b"During handling of the above exception",
+)
 
 
 class Capture:

@@ -23,12 +23,22 @@ from fixers.tracebacks import last_exception_line
 
 CHUNK_BYTES = 4 << 20
 MAX_FAILURES = 100_000
-_STRUCTURE_ANCHORS = (b"_____ ", b"=====", b"!!!!!", b"FAILED", b"ERROR ", b"[Pipeline] { (",
-                      b"Traceback (most recent call last):", b" generated xml file: ")
+_STRUCTURE_ANCHORS = (
+    b"_____ ",
+    b"=====",
+    b"!!!!!",
+    b"FAILED",
+    b"ERROR ",
+    b"[Pipeline] { (",
+    b"Traceback (most recent call last):",
+    b" generated xml file: ",
+)
 
 _PIPELINE_STAGE = re.compile(r"^\[Pipeline\] \{ \((?P<stage>[^)]+)\)")
 _RULE = re.compile(r"^(?P<fill>[=!])(?P=fill){2,} (?P<title>.+?) (?P=fill){3,}$")
-_SESSION_END = re.compile(r"\b(?:failed|passed|errors?|skipped|xfailed|no tests ran)\b.* in [\d.]+s")
+_SESSION_END = re.compile(
+    r"\b(?:failed|passed|errors?|skipped|xfailed|no tests ran)\b.* in [\d.]+s"
+)
 _JUNIT_NOTICE = re.compile(r"^-+ generated xml file: .* -+$")
 _SECTION = re.compile(r"^_{3,} (?P<title>.+?) _{3,}$")
 _SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<id>\S+)(?: - (?P<message>.*))?$")
@@ -140,8 +150,15 @@ class ConsoleReader:
             self._free_traceback(raw, stage)
         elif self._section is None and self._free is None and _has_signature_anchor(text):
             before = chunk[max(0, start - 2048) : start]
-            self._add(Failure(None, text, log_excerpt=clean_block(self._decode(before)) + "\n" + text,
-                              stage=stage, gpu_type=gpu_type_of(stage)))
+            self._add(
+                Failure(
+                    None,
+                    text,
+                    log_excerpt=clean_block(self._decode(before)) + "\n" + text,
+                    stage=stage,
+                    gpu_type=gpu_type_of(stage),
+                )
+            )
         self._copy(raw)
 
     def _rule(self, title: str) -> None:
@@ -183,8 +200,11 @@ class ConsoleReader:
         stage, self._free, self._free_stage = self._free_stage, None, None
         exception = last_exception_line(text)
         if exception is not None:
-            self._add(Failure(None, str(exception), stack_trace=text, stage=stage,
-                              gpu_type=gpu_type_of(stage)))
+            self._add(
+                Failure(
+                    None, str(exception), stack_trace=text, stage=stage, gpu_type=gpu_type_of(stage)
+                )
+            )
 
     def _end_session(self) -> None:
         """Pair each report section with its summary entry; unpaired entries stand alone."""
@@ -196,7 +216,9 @@ class ConsoleReader:
             message, summary_stage = remaining.pop(test_id, (None, None))
             stage = section.stage or summary_stage
             error = _error_lines(text) or message or ""
-            self._add(Failure(test_id, error, stack_trace=text, stage=stage, gpu_type=gpu_type_of(stage)))
+            self._add(
+                Failure(test_id, error, stack_trace=text, stage=stage, gpu_type=gpu_type_of(stage))
+            )
         for test_id, (message, stage) in remaining.items():
             self._add(Failure(test_id, message or "", stage=stage, gpu_type=gpu_type_of(stage)))
         self._sections.clear()
@@ -207,7 +229,9 @@ class ConsoleReader:
         if len(self.result.failures) < MAX_FAILURES:
             self.result.failures.append(failure)
         elif len(self.result.failures) == MAX_FAILURES:
-            self.result.notes.append(f"more than {MAX_FAILURES} failures: the rest were counted only")
+            self.result.notes.append(
+                f"more than {MAX_FAILURES} failures: the rest were counted only"
+            )
 
     def _remember_stage(self, stage: str) -> None:
         if stage not in self.result.stages:
@@ -231,7 +255,9 @@ def _anchor_lines(chunk: bytes, offsets: list[int]) -> Iterator[tuple[int, int]]
         yield start, end
 
 
-def _section_test_id(section: _Section, text: str, summary: dict[str, tuple[str | None, str | None]]) -> str:
+def _section_test_id(
+    section: _Section, text: str, summary: dict[str, tuple[str | None, str | None]]
+) -> str:
     """The pytest node id of a report section, from the summary or the section's last location."""
     if section.collection_path:
         return section.collection_path

@@ -44,7 +44,9 @@ def _case_failure(case: Element, stage: str | None) -> Failure | None:
     if problem is None:
         return None
     test_id = node_id(case.get("classname"), case.get("name", "?"), case.get("file"))
-    outputs = [child.text or "" for child in case if _local(child.tag) in ("system-out", "system-err")]
+    outputs = [
+        child.text or "" for child in case if _local(child.tag) in ("system-out", "system-err")
+    ]
     return Failure(
         test_id=test_id,
         error_text=problem.get("message") or "",

@@ -64,4 +64,3 @@ def failures_from_testreport(document: Any, *, stage: str | None = None) -> list
         for case in suite.cases
         if case.status.upper() in FAILING_STATUSES
     ]
-

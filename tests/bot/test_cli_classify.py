@@ -19,14 +19,21 @@ def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[
 
 
 def test_json_output_for_a_real_log():
-    result = _run("classify", str(LOGS / "py311" / "combined.junit.xml"), "--json",
-                  "--stage", "H100_PCIe-PyTorch-1")
+    result = _run(
+        "classify",
+        str(LOGS / "py311" / "combined.junit.xml"),
+        "--json",
+        "--stage",
+        "H100_PCIe-PyTorch-1",
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["format"] == "junit"
     signatures = [f["signature"] for f in document["findings"]]
     assert signatures.count("contract-forward-override") == 1
-    contract = next(f for f in document["findings"] if f["signature"] == "contract-forward-override")
+    contract = next(
+        f for f in document["findings"] if f["signature"] == "contract-forward-override"
+    )
     assert contract["class_name"] == "DSparkWorker" and contract["gpu_types"] == ["H100_PCIe"]
 
 

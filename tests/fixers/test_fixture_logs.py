@@ -1,4 +1,4 @@
-"""The classifier on real pytest output from Python 3.10–3.13 (tests/fixtures/logs/generate.py).
+"""The classifier on real pytest output from Python 3.10-3.13 (tests/fixtures/logs/generate.py).
 
 Each log has its expected findings beside it, written by the generator from what it planted.
 The noisy variants (Jenkins timestamps, 100k unrelated lines, a parallel-branch prefix) are
@@ -75,7 +75,17 @@ def _jenkins(data: bytes, branch: str | None = None) -> bytes:
 @cache
 def _noise_lines(lines: int) -> list[bytes]:
     rng = random.Random(7)
-    words = [b"building", b"wheel", b"kernel", b"PASSED", b"tokens", b"ms", b"cuda", b"INFO", b"step"]
+    words = [
+        b"building",
+        b"wheel",
+        b"kernel",
+        b"PASSED",
+        b"tokens",
+        b"ms",
+        b"cuda",
+        b"INFO",
+        b"step",
+    ]
     return [b" ".join(rng.choice(words) for _ in range(8)) + b"\n" for _ in range(lines)]
 
 

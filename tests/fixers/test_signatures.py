@@ -40,7 +40,10 @@ def test_contract_and_abstract_signatures_map_to_fixers():
     [
         ("not toml [[[", "not valid TOML"),
         ("", "at least one"),
-        ('[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "(unclosed"', "does not compile"),
+        (
+            '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "(unclosed"',
+            "does not compile",
+        ),
         ('[[signature]]\nid = "x"\nexception = "E"\npattern = "a"', "'anchor' must be"),
         (
             '[[signature]]\nid = "x"\nexception = "E"\nanchor = "zz"\npattern = "a"\n'

@@ -20,7 +20,9 @@ def test_stage_names_split_into_their_parts(name, expected):
     assert gpu_type_of(name) == expected.gpu_type
 
 
-@pytest.mark.parametrize("name", ["Build", "", "H100_PCIe", "H100-PyTorch", "-PyTorch-1", "H100 PyTorch 1"])
+@pytest.mark.parametrize(
+    "name", ["Build", "", "H100_PCIe", "H100-PyTorch", "-PyTorch-1", "H100 PyTorch 1"]
+)
 def test_names_outside_the_convention_have_no_gpu_type(name):
     assert parse_stage(name) is None
     assert gpu_type_of(name) is None

@@ -56,16 +56,18 @@ def test_pytest_location_line_after_the_error_is_a_frame():
 
 def test_repository_paths():
     assert is_repository_path("pkg/x.py")
-    assert not is_repository_path("/root/.pyenv/versions/3.11.7/lib/python3.11/importlib/__init__.py")
+    assert not is_repository_path(
+        "/root/.pyenv/versions/3.11.7/lib/python3.11/importlib/__init__.py"
+    )
     assert not is_repository_path("<frozen importlib._bootstrap>")
     assert not is_repository_path("/elsewhere/x.py", repo_root="/work/repo")
 
 
 def test_chained_block_isolates_the_cause():
     text = (
-        "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nTypeError: root\n\n"
+        'Traceback (most recent call last):\n  File "a.py", line 1, in f\nTypeError: root\n\n'
         "The above exception was the direct cause of the following exception:\n\n"
-        "Traceback (most recent call last):\n  File \"b.py\", line 2, in g\nImportError: wrapper\n"
+        'Traceback (most recent call last):\n  File "b.py", line 2, in g\nImportError: wrapper\n'
     )
     cause = chained_block(text, text.index("root"))
     assert "a.py" in cause and "b.py" not in cause

@@ -45,7 +45,10 @@ def _read(data: bytes, **kwargs):
 def test_sections_pair_with_summary_ids():
     report = _read(SESSION)
     by_id = {f.test_id: f for f in report.failures}
-    assert set(by_id) == {"tests/test_stub.py::TestStub::test_make[a.b]", "tests/test_other.py::test_x"}
+    assert set(by_id) == {
+        "tests/test_stub.py::TestStub::test_make[a.b]",
+        "tests/test_other.py::test_x",
+    }
     stub = by_id["tests/test_stub.py::TestStub::test_make[a.b]"]
     assert stub.error_text.startswith("TypeError: Can't instantiate abstract class _Worker")
     assert "tests/test_stub.py:9: TypeError" in stub.stack_trace
@@ -87,10 +90,10 @@ def test_jenkins_stages_and_parallel_branch_prefixes_set_the_gpu_type():
 
 def test_free_standing_chained_traceback_is_one_failure():
     log = (
-        b"noise\nTraceback (most recent call last):\n  File \"pkg/base.py\", line 3, in f\n    raise TypeError(m)\n"
+        b'noise\nTraceback (most recent call last):\n  File "pkg/base.py", line 3, in f\n    raise TypeError(m)\n'
         b"TypeError: W must not override B.forward; implement _forward_impl instead.\n\n"
         b"The above exception was the direct cause of the following exception:\n\n"
-        b"Traceback (most recent call last):\n  File \"pkg/registry.py\", line 9, in load\n"
+        b'Traceback (most recent call last):\n  File "pkg/registry.py", line 9, in load\n'
         b"    raise ImportError('failed') from exc\nImportError: failed\nserver shutting down\nmore noise\n"
     )
     failures = _read(log).failures
@@ -101,7 +104,9 @@ def test_free_standing_chained_traceback_is_one_failure():
 
 
 def test_a_signature_line_outside_any_traceback_is_kept():
-    report = _read(b"worker 3 crashed: TypeError: X must not override B.forward; implement _f instead\n")
+    report = _read(
+        b"worker 3 crashed: TypeError: X must not override B.forward; implement _f instead\n"
+    )
     assert len(report.failures) == 1 and report.failures[0].test_id is None
 
 
@@ -127,5 +132,10 @@ def test_one_enormous_line_without_newlines_is_read_in_pieces():
 
 
 def test_trim_traceback_stops_at_unrelated_text():
-    text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 1\nINFO next\n"
-    assert trim_traceback(text) == "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 1"
+    text = (
+        'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1\nINFO next\n'
+    )
+    assert (
+        trim_traceback(text)
+        == 'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1'
+    )

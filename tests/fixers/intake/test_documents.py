@@ -39,27 +39,51 @@ def test_junit_collection_errors_and_failures():
 
 
 def _testreport(status: str = "REGRESSION") -> dict:
-    return {"suites": [{"name": "pytest", "cases": [
-        {"className": "tests.test_stub", "name": "test_a", "status": status,
-         "errorDetails": "TypeError: Can't instantiate abstract class _Worker with abstract method _forward_impl",
-         "errorStackTrace": "tests/test_stub.py:5: TypeError", "stdout": None, "stderr": "warn"},
-        {"className": "tests.test_stub", "name": "test_b", "status": "PASSED"},
-    ]}]}
+    return {
+        "suites": [
+            {
+                "name": "pytest",
+                "cases": [
+                    {
+                        "className": "tests.test_stub",
+                        "name": "test_a",
+                        "status": status,
+                        "errorDetails": "TypeError: Can't instantiate abstract class _Worker with abstract method _forward_impl",
+                        "errorStackTrace": "tests/test_stub.py:5: TypeError",
+                        "stdout": None,
+                        "stderr": "warn",
+                    },
+                    {"className": "tests.test_stub", "name": "test_b", "status": "PASSED"},
+                ],
+            }
+        ]
+    }
 
 
 @pytest.mark.parametrize("status", ["FAILED", "REGRESSION"])
 def test_testreport_failing_cases(status):
     report = _read(json.dumps(_testreport(status)).encode())
     assert report.format is Format.TESTREPORT
-    assert [(f.test_id, f.log_excerpt) for f in report.failures] == [("tests/test_stub.py::test_a", "warn")]
+    assert [(f.test_id, f.log_excerpt) for f in report.failures] == [
+        ("tests/test_stub.py::test_a", "warn")
+    ]
 
 
 def _analysis(**overrides) -> dict:
     document = {
-        "pipeline": "L0_MergeRequest_PR", "build_number": 1234, "repository": "NVIDIA/TensorRT-LLM",
-        "pr_number": 42, "head_sha": "0123abcd", "stages": [{"name": "H100_PCIe-PyTorch-1", "result": "FAILURE"}],
-        "failures": [{"test": "tests/test_mtp.py", "stage": "H100_PCIe-PyTorch-1",
-                      "error_details": "TypeError: W must not override B.forward; implement _f instead."}],
+        "pipeline": "L0_MergeRequest_PR",
+        "build_number": 1234,
+        "repository": "NVIDIA/TensorRT-LLM",
+        "pr_number": 42,
+        "head_sha": "0123abcd",
+        "stages": [{"name": "H100_PCIe-PyTorch-1", "result": "FAILURE"}],
+        "failures": [
+            {
+                "test": "tests/test_mtp.py",
+                "stage": "H100_PCIe-PyTorch-1",
+                "error_details": "TypeError: W must not override B.forward; implement _f instead.",
+            }
+        ],
     }
     document.update(overrides)
     return document
@@ -69,12 +93,16 @@ def test_analysis_document_carries_metadata_and_gpu_types():
     report = _read(json.dumps(_analysis()).encode())
     assert report.format is Format.ANALYSIS
     assert report.analysis is not None and report.analysis.build_number == 1234
-    assert [(f.test_id, f.gpu_type) for f in report.failures] == [("tests/test_mtp.py", "H100_PCIe")]
+    assert [(f.test_id, f.gpu_type) for f in report.failures] == [
+        ("tests/test_mtp.py", "H100_PCIe")
+    ]
     assert report.stages == ["H100_PCIe-PyTorch-1"]
 
 
 def test_analysis_without_failures_reads_its_log_excerpt():
-    excerpt = "FAILED tests/a.py::t - TypeError: W must not override B.forward; implement _f instead.\n"
+    excerpt = (
+        "FAILED tests/a.py::t - TypeError: W must not override B.forward; implement _f instead.\n"
+    )
     report = _read(json.dumps(_analysis(failures=[], log_excerpt=excerpt)).encode())
     assert [f.test_id for f in report.failures] == ["tests/a.py::t"]
     assert report.notes
@@ -90,10 +118,16 @@ def test_published_schema_is_generated_from_the_model():
         (b"\x00\x01\x02binary", "looks binary (NUL byte at offset 0)"),
         (b'{"pipeline": "x", "build_number": ', "malformed JSON at line 1, column"),
         (b"[1, 2]", "expected a JSON object at the top level, got list"),
-        (json.dumps(_analysis(build_number="many")).encode(), "build_number: Input should be a valid integer"),
+        (
+            json.dumps(_analysis(build_number="many")).encode(),
+            "build_number: Input should be a valid integer",
+        ),
         (json.dumps(_analysis(head_sha="not-a-sha!")).encode(), "head_sha"),
         (json.dumps(_analysis(surprise=1)).encode(), "surprise: Extra inputs are not permitted"),
-        (b'{"suites": [{"cases": [{"name": "t"}]}]}', "invalid Jenkins testReport: suites.0.cases.0.status"),
+        (
+            b'{"suites": [{"cases": [{"name": "t"}]}]}',
+            "invalid Jenkins testReport: suites.0.cases.0.status",
+        ),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "nested too deeply"),
         (b"<testsuites><testcase name='a'>", "malformed JUnit XML at line 1, column"),
@@ -125,7 +159,12 @@ def test_invalid_utf8_in_json_is_replaced():
 
 @pytest.mark.parametrize(
     ("head", "expected"),
-    [(b"\xef\xbb\xbf  {", Format.ANALYSIS), (b"\n<?xml", Format.JUNIT), (b"[2026-11-29T10:00:00Z] {", Format.CONSOLE), (b"[Pipeline] x", Format.CONSOLE)],
+    [
+        (b"\xef\xbb\xbf  {", Format.ANALYSIS),
+        (b"\n<?xml", Format.JUNIT),
+        (b"[2026-11-29T10:00:00Z] {", Format.CONSOLE),
+        (b"[Pipeline] x", Format.CONSOLE),
+    ],
 )
 def test_format_detection(head, expected):
     assert detect_format(head) is expected
@@ -135,7 +174,12 @@ def test_format_detection(head, expected):
     ("class_name", "name", "file", "expected"),
     [
         ("tests.test_x", "test_y", None, "tests/test_x.py::test_y"),
-        ("tests.test_x.TestC.TestInner", "test_y", None, "tests/test_x.py::TestC::TestInner::test_y"),
+        (
+            "tests.test_x.TestC.TestInner",
+            "test_y",
+            None,
+            "tests/test_x.py::TestC::TestInner::test_y",
+        ),
         ("", "tests.unit.test_x", None, "tests/unit/test_x.py"),
         ("(root)", "tests.test_x", None, "tests/test_x.py"),
         ("tests.test_x", "test_p[1.5-a]", "tests/test_x.py", "tests/test_x.py::test_p[1.5-a]"),

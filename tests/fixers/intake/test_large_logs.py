@@ -27,8 +27,10 @@ print(json.dumps({"signatures": sorted(f.signature for f in findings), "peak_kib
 
 @pytest.mark.slow
 def test_200_mb_log_is_streamed_with_bounded_memory(tmp_path: Path):
-    noise = b"".join(b"[2026-11-29T14:00:%02dZ] [gw1] [ 50%%] PASSED tests/test_%d.py::test_x\n" % (i % 60, i)
-                     for i in range(20_000))
+    noise = b"".join(
+        b"[2026-11-29T14:00:%02dZ] [gw1] [ 50%%] PASSED tests/test_%d.py::test_x\n" % (i % 60, i)
+        for i in range(20_000)
+    )
     log = tmp_path / "huge.log"
     with log.open("wb") as out:
         while out.tell() < 100_000_000:
@@ -36,7 +38,15 @@ def test_200_mb_log_is_streamed_with_bounded_memory(tmp_path: Path):
         out.write(REAL_LOG.read_bytes())
         while out.tell() < 200_000_000:
             out.write(noise)
-    result = subprocess.run([sys.executable, "-c", CHILD, str(log)], capture_output=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(log)], capture_output=True, check=True
+    )
     measured = json.loads(result.stdout)
-    assert measured["signatures"] == ["abstract-method-missing", "abstract-method-missing", "contract-forward-override"]
-    assert measured["peak_kib"] < 100 * 1024, f"peak RSS {measured['peak_kib']} KiB for a 200 MB log"
+    assert measured["signatures"] == [
+        "abstract-method-missing",
+        "abstract-method-missing",
+        "contract-forward-override",
+    ]
+    assert measured["peak_kib"] < 100 * 1024, (
+        f"peak RSS {measured['peak_kib']} KiB for a 200 MB log"
+    )

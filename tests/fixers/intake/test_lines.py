@@ -12,7 +12,11 @@ from fixers.intake.lines import clean_line
         ("14:49:57 E   TypeError: x", "E   TypeError: x", None),
         ("\x1b[31mFAILED\x1b[0m tests/a.py::t - boom\r", "FAILED tests/a.py::t - boom", None),
         ("[gw1] [ 42%] FAILED tests/a.py::t", "FAILED tests/a.py::t", None),
-        ("[H100_PCIe-PyTorch-1] [2026-11-29T14:49:57Z] ERROR tests/a.py", "ERROR tests/a.py", "H100_PCIe-PyTorch-1"),
+        (
+            "[H100_PCIe-PyTorch-1] [2026-11-29T14:49:57Z] ERROR tests/a.py",
+            "ERROR tests/a.py",
+            "H100_PCIe-PyTorch-1",
+        ),
         ("[not-a-stage] hello", "[not-a-stage] hello", None),
         ("    indented source stays indented   ", "    indented source stays indented", None),
     ],
