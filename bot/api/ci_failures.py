@@ -1,0 +1,122 @@
+"""``POST /api/v1/ci-failures``: a CI failure report in any supported format."""
+
+from __future__ import annotations
+
+import hmac
+from uuid import uuid4
+from io import BytesIO
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from bot.api.body import read_capped_body
+from bot.config import Settings
+from bot.db.crud import find_report, insert_delivery
+from bot.db.models import Report
+from bot.deps import get_app_settings, get_session
+from bot.github.signature import is_valid
+from bot.tasks.enqueue import enqueue_after_commit
+from fixers.intake import FailureReport, Format, IntakeError, read_report
+
+router = APIRouter()
+
+
+class ReportMetadata(BaseModel):
+    """Query parameters that describe a raw log (console, JUnit, testReport)."""
+
+    format: Format | None = None
+    pipeline: str | None = Field(default=None, max_length=200)
+    build_number: int | None = Field(default=None, ge=0)
+    build_url: str | None = Field(default=None, max_length=2000)
+    repository: str | None = Field(default=None, max_length=2000)
+    pr_number: int | None = Field(default=None, ge=1)
+    head_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
+    base_ref: str | None = Field(default=None, max_length=200)
+    base_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
+    stage: str | None = Field(default=None, max_length=200)
+
+
+def _authenticate(settings: Settings, body: bytes, pipeline: str | None,
+                  authorization: str | None, signature: str | None) -> None:
+    """A per-pipeline token, the shared CI token, or an HMAC of the body."""
+    if authorization and authorization.startswith("Bearer "):
+        token = authorization.removeprefix("Bearer ").strip().encode()
+        candidates = [settings.ci_token]
+        if pipeline and pipeline in settings.ci_pipeline_tokens:
+            candidates = [settings.ci_pipeline_tokens[pipeline]]
+        if any(hmac.compare_digest(token, c.get_secret_value().encode()) for c in candidates):
+            return
+    if signature and settings.ci_hmac_secret is not None:
+        if is_valid(settings.ci_hmac_secret.get_secret_value().encode(), body, signature):
+            return
+    raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong CI credentials",
+                        headers={"WWW-Authenticate": "Bearer"})
+
+
+@router.post("/api/v1/ci-failures", status_code=status.HTTP_202_ACCEPTED)
+async def post_ci_failure(
+    request: Request,
+    settings: Annotated[Settings, Depends(get_app_settings)],
+    session: Annotated[Session, Depends(get_session)],
+    meta: Annotated[ReportMetadata, Query()],
+    authorization: Annotated[str | None, Header()] = None,
+    x_repairbot_signature_256: Annotated[str | None, Header()] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> JSONResponse:
+    """Store a failure report and queue its triage; a repeated report answers with the first one."""
+    body = await read_capped_body(request, settings.max_report_bytes)
+    _authenticate(settings, body, meta.pipeline, authorization, x_repairbot_signature_256)
+    try:
+        parsed: FailureReport = await run_in_threadpool(
+            read_report, BytesIO(body), format=meta.format, stage=meta.stage)
+    except IntakeError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    report = _report_row(parsed, meta, idempotency_key)
+    if meta.pipeline and report.pipeline != meta.pipeline:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ")
+    earlier = find_report(session, idempotency_key=idempotency_key, pipeline=report.pipeline,
+                          build_number=report.build_number)
+    if earlier is not None:
+        return _answer(earlier, status.HTTP_200_OK, duplicate=True)
+    key = idempotency_key or (f"{report.pipeline}#{report.build_number}"
+                              if report.pipeline and report.build_number is not None else None)
+    delivery = insert_delivery(session, source="ci", key=f"ci:{key or uuid4()}",
+                               event="ci_failure", action=None, body=body)
+    if delivery is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "the same report is being stored right now; retry")
+    session.flush()
+    report.delivery_id = delivery.id
+    session.add(report)
+    session.flush()
+    enqueue_after_commit(session, "repairbot.triage", report.id)
+    return _answer(report, status.HTTP_202_ACCEPTED, duplicate=False)
+
+
+def _report_row(parsed: FailureReport, meta: ReportMetadata, idempotency_key: str | None) -> Report:
+    doc = parsed.analysis
+    return Report(
+        idempotency_key=idempotency_key,
+        pipeline=doc.pipeline if doc else meta.pipeline,
+        build_number=doc.build_number if doc else meta.build_number,
+        build_url=(doc.build_url if doc else None) or meta.build_url,
+        repository=(doc.repository if doc else None) or meta.repository,
+        pr_number=(doc.pr_number if doc else None) or meta.pr_number,
+        head_sha=(doc.head_sha if doc else None) or meta.head_sha,
+        base_ref=(doc.base_ref if doc else None) or meta.base_ref,
+        base_sha=(doc.base_sha if doc else None) or meta.base_sha,
+        stage=meta.stage,
+        format=parsed.format.value,
+        failure_count=len(parsed.failures),
+        findings=[],
+    )
+
+
+def _answer(report: Report, code: int, *, duplicate: bool) -> JSONResponse:
+    return JSONResponse(
+        {"report_id": report.id, "url": f"/api/v1/reports/{report.id}", "duplicate": duplicate},
+        status_code=code,
+    )

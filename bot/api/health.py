@@ -1,0 +1,29 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, status
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from bot.deps import get_session
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(session: Annotated[Session, Depends(get_session)]) -> dict[str, str]:
+    """The database answers and is migrated."""
+    try:
+        version = session.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+    except Exception as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"database not ready: {exc}") from exc
+    return {"status": "ready", "schema": str(version)}

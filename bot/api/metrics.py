@@ -1,0 +1,71 @@
+"""``/metrics``: Prometheus text, computed from the database so every replica reports the same."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.db.crud import count_by
+from bot.db.models import Delivery, RepairRun, Transition
+from bot.deps import get_session
+
+router = APIRouter()
+RECENT = 10_000
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; they were stored as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class DatabaseCollector(Collector):
+    """Deliveries by event and outcome, runs by state, and time spent reaching each state."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the metric families for one scrape."""
+        deliveries = GaugeMetricFamily("repairbot_deliveries", "Deliveries stored",
+                                       labels=["source", "event", "outcome"])
+        for source, event, outcome, count in count_by(self._session, Delivery.id, Delivery.source,
+                                                      Delivery.event, Delivery.outcome):
+            deliveries.add_metric([source, event, outcome], count)
+        yield deliveries
+        runs = GaugeMetricFamily("repairbot_runs", "Repair runs by state", labels=["state"])
+        for state, count in count_by(self._session, RepairRun.id, RepairRun.state):
+            runs.add_metric([state], count)
+        yield runs
+        reached = GaugeMetricFamily(
+            "repairbot_state_reached_seconds_avg",
+            f"Mean seconds from run creation to reaching a state (last {RECENT} transitions)",
+            labels=["state"],
+        )
+        rows = self._session.execute(
+            select(Transition.to_state, Transition.at, RepairRun.created_at)
+            .join(RepairRun, RepairRun.id == Transition.run_id)
+            .order_by(Transition.id.desc()).limit(RECENT)
+        ).all()
+        totals: dict[str, list[float]] = defaultdict(list)
+        for state, at, created in rows:
+            totals[state].append((_aware(at) - _aware(created)).total_seconds())
+        for state, values in sorted(totals.items()):
+            reached.add_metric([state], sum(values) / len(values))
+        yield reached
+
+
+@router.get("/metrics")
+def metrics(session: Annotated[Session, Depends(get_session)]) -> Response:
+    """Prometheus exposition format."""
+    registry = CollectorRegistry()
+    registry.register(DatabaseCollector(session))
+    return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")

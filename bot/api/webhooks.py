@@ -1,0 +1,81 @@
+"""``POST /webhooks/github``: verify, dedupe, persist, enqueue after commit, answer 202."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Request, status
+from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session
+
+from bot.api.body import read_capped_body
+from bot.config import Settings
+from bot.db.crud import insert_delivery
+from bot.deps import get_app_settings, get_session
+from bot.github.signature import is_valid
+from bot.tasks.enqueue import enqueue_after_commit
+
+router = APIRouter()
+
+HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "status"})
+
+
+@router.post("/webhooks/github", status_code=status.HTTP_202_ACCEPTED)
+async def github_webhook(
+    request: Request,
+    settings: Annotated[Settings, Depends(get_app_settings)],
+    session: Annotated[Session, Depends(get_session)],
+    x_github_event: Annotated[str | None, Header()] = None,
+    x_github_delivery: Annotated[str | None, Header()] = None,
+    x_hub_signature_256: Annotated[str | None, Header()] = None,
+) -> JSONResponse:
+    """Accept one GitHub delivery. Nothing is parsed before the signature checks out."""
+    body = await read_capped_body(request, settings.max_webhook_bytes)
+    secret = settings.github_webhook_secret.get_secret_value().encode()
+    if not is_valid(secret, body, x_hub_signature_256):
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong X-Hub-Signature-256")
+    if not x_github_event or not x_github_delivery:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required")
+    payload = _parse_payload(body, request.headers.get("content-type", ""))
+    action = payload.get("action") if isinstance(payload.get("action"), str) else None
+    delivery = insert_delivery(session, source="github", key=f"github:{x_github_delivery[:150]}",
+                               event=x_github_event[:64], action=action, body=body)
+    if delivery is None:
+        return JSONResponse({"status": "duplicate", "delivery": x_github_delivery}, status.HTTP_200_OK)
+    if x_github_event == "ping":
+        delivery.outcome = "processed"
+        return JSONResponse({"status": "pong", "zen": payload.get("zen")}, status.HTTP_200_OK)
+    if x_github_event not in HANDLED_EVENTS:
+        delivery.outcome = "ignored"
+        return JSONResponse({"status": "ignored", "event": x_github_event}, status.HTTP_202_ACCEPTED)
+    session.flush()
+    enqueue_after_commit(session, "repairbot.process_delivery", delivery.id)
+    return JSONResponse({"status": "accepted", "delivery_id": delivery.id}, status.HTTP_202_ACCEPTED)
+
+
+def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
+    """JSON or ``application/x-www-form-urlencoded`` with a ``payload`` field."""
+    media = content_type.split(";")[0].strip().lower()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"body is not UTF-8 (byte {exc.start})") from exc
+    if media == "application/x-www-form-urlencoded":
+        fields = parse_qs(text, max_num_fields=100)
+        if "payload" not in fields:
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, "form body without a payload field")
+        text = fields["payload"][0]
+    elif media not in ("application/json", ""):
+        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, f"unsupported content type {media!r}")
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST,
+                            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "JSON nested too deeply") from exc
+    if not isinstance(payload, dict):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "payload must be a JSON object")
+    return payload

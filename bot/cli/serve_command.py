@@ -1,0 +1,45 @@
+"""``repairbot serve``: the API with an in-process worker and reconciler (the embedded default)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the application."""
+    app.command("serve")(serve)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    worker: Annotated[bool, typer.Option("--worker/--no-worker", help="Run the in-process worker")] = True,
+) -> None:
+    """Serve the webhook API; by default also run the worker and reconciler in this process."""
+    import threading
+
+    import uvicorn
+
+    from bot.config import get_settings
+    from bot.db.migrate import upgrade
+    from bot.main import create_app
+    from bot.tasks.embedded import start_embedded_worker, start_reconciler
+
+    settings = get_settings()
+    upgrade(settings.resolved_database_url)
+    stop = threading.Event()
+    embedded = worker and settings.embedded_worker
+    if embedded:
+        start_embedded_worker(settings)
+        start_reconciler(settings, stop)
+    Console(stderr=True).print(
+        f"repairbot serving on http://{host}:{port} (database {settings.resolved_database_url}, "
+        f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'})"
+    )
+    try:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    finally:
+        stop.set()

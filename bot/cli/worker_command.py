@@ -1,0 +1,33 @@
+"""``repairbot worker``: a scaled-out Celery worker (repair queue, or a GPU queue)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``worker`` to the application."""
+    app.command("worker")(worker)
+
+
+def worker(
+    queues: Annotated[str, typer.Option("-Q", "--queues", help="Comma-separated queues")] = "repair",
+    concurrency: Annotated[int, typer.Option("-c", "--concurrency", help="Worker processes")] = 1,
+    hostname: Annotated[str | None, typer.Option("-n", "--hostname", help="Node name")] = None,
+) -> None:
+    """Run a Celery worker against the configured broker and database."""
+    from bot.config import get_settings
+    from bot.db.migrate import upgrade
+    from bot.tasks.celery_app import app as celery_app
+    from bot.tasks.celery_app import configure_celery
+
+    settings = get_settings()
+    upgrade(settings.resolved_database_url)
+    configure_celery(settings)
+    argv = ["worker", "-Q", queues, "-c", str(concurrency), "--loglevel", "INFO",
+            "--pool", "solo" if concurrency == 1 else "prefork", "--without-gossip", "--without-mingle"]
+    if hostname:
+        argv += ["-n", hostname]
+    celery_app.worker_main(argv)

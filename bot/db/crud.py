@@ -1,0 +1,89 @@
+"""Data functions: keyword-only, one session in, no commits (the caller owns the transaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.db.models import (
+    TERMINAL_STATES,
+    Delivery,
+    Fix,
+    FixState,
+    RepairRun,
+    Report,
+    RunState,
+    Transition,
+    utcnow,
+)
+
+
+def insert_delivery(
+    session: Session, *, source: str, key: str, event: str, action: str | None, body: bytes
+) -> Delivery | None:
+    """Store a delivery; None when its key was seen before (a redelivery)."""
+    delivery = Delivery(source=source, key=key, event=event, action=action, body=body)
+    try:
+        with session.begin_nested():
+            session.add(delivery)
+    except IntegrityError:
+        return None
+    return delivery
+
+
+def find_report(
+    session: Session, *, idempotency_key: str | None, pipeline: str | None, build_number: int | None
+) -> Report | None:
+    """An earlier report with the same idempotency key, or the same pipeline and build number."""
+    if idempotency_key:
+        found = session.scalar(select(Report).where(Report.idempotency_key == idempotency_key))
+        if found is not None:
+            return found
+    if pipeline and build_number is not None:
+        return session.scalar(
+            select(Report).where(Report.pipeline == pipeline, Report.build_number == build_number)
+        )
+    return None
+
+
+def move_run(session: Session, *, run: RepairRun, to: RunState, reason: str = "") -> None:
+    """Move a run to a new state, recording the transition (a no-op if already there)."""
+    if run.state == to.value and run.reason == reason:
+        return
+    session.add(Transition(run_id=run.id, from_state=run.state, to_state=to.value, reason=reason))
+    run.state, run.reason, run.updated_at = to.value, reason, utcnow()
+
+
+def open_fix_with_key(session: Session, *, dedupe_key: str) -> Fix | None:
+    """The open fix PR that already covers this set of violations, if any."""
+    return session.scalar(
+        select(Fix).where(Fix.dedupe_key == dedupe_key, Fix.state == FixState.OPEN.value)
+    )
+
+
+def stale_runs(session: Session, *, older_than: timedelta, now: datetime | None = None) -> Sequence[RepairRun]:
+    """Runs left in a non-terminal state for longer than ``older_than`` (a crash, a lost message)."""
+    cutoff = (now or utcnow()) - older_than
+    live = [state.value for state in RunState if state not in TERMINAL_STATES]
+    return session.scalars(
+        select(RepairRun).where(RepairRun.state.in_(live), RepairRun.updated_at < cutoff)
+    ).all()
+
+
+def unclassified_reports(session: Session, *, older_than: timedelta) -> Sequence[Report]:
+    """Reports that were stored but never classified (their triage message was lost)."""
+    cutoff = utcnow() - older_than
+    return session.scalars(
+        select(Report).where(Report.classified_at.is_(None), Report.received_at < cutoff)
+    ).all()
+
+
+def count_by(session: Session, column: Any, *group: Any) -> list[tuple[Any, ...]]:
+    """``SELECT group..., count(column) GROUP BY group...`` as tuples."""
+    rows = session.execute(select(*group, func.count(column)).group_by(*group)).all()
+    return [tuple(row) for row in rows]

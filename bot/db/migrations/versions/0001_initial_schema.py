@@ -1,0 +1,160 @@
+"""initial schema
+
+Revision ID: 0001
+Revises:
+Create Date: 2026-11-29 15:05:52.840245
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply this revision."""
+
+    op.create_table(
+        "deliveries",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("source", sa.String(length=16), nullable=False),
+        sa.Column("key", sa.String(length=200), nullable=False),
+        sa.Column("event", sa.String(length=64), nullable=False),
+        sa.Column("action", sa.String(length=64), nullable=True),
+        sa.Column("body", sa.LargeBinary(), nullable=False),
+        sa.Column("outcome", sa.String(length=32), nullable=False),
+        sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("key"),
+    )
+    op.create_table(
+        "fixes",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("forge", sa.String(length=16), nullable=False),
+        sa.Column("repository", sa.Text(), nullable=False),
+        sa.Column("number", sa.Integer(), nullable=True),
+        sa.Column("url", sa.Text(), nullable=True),
+        sa.Column("dedupe_key", sa.String(length=64), nullable=False),
+        sa.Column("signature", sa.String(length=64), nullable=False),
+        sa.Column("base_ref", sa.String(length=200), nullable=True),
+        sa.Column("base_sha", sa.String(length=64), nullable=False),
+        sa.Column("branch", sa.String(length=200), nullable=False),
+        sa.Column("head_sha", sa.String(length=64), nullable=False),
+        sa.Column("title", sa.Text(), nullable=False),
+        sa.Column("body", sa.Text(), nullable=False),
+        sa.Column("files", sa.JSON(), nullable=False),
+        sa.Column("violations", sa.JSON(), nullable=False),
+        sa.Column("diff", sa.Text(), nullable=False),
+        sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("fixes", schema=None) as batch_op:
+        batch_op.create_index(
+            "uq_fixes_open_dedupe_key",
+            ["dedupe_key"],
+            unique=True,
+            sqlite_where=sa.text("state = 'open'"),
+            postgresql_where=sa.text("state = 'open'"),
+        )
+
+    op.create_table(
+        "reports",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("delivery_id", sa.Integer(), nullable=False),
+        sa.Column("idempotency_key", sa.String(length=200), nullable=True),
+        sa.Column("pipeline", sa.String(length=200), nullable=True),
+        sa.Column("build_number", sa.Integer(), nullable=True),
+        sa.Column("build_url", sa.Text(), nullable=True),
+        sa.Column("repository", sa.Text(), nullable=True),
+        sa.Column("pr_number", sa.Integer(), nullable=True),
+        sa.Column("head_sha", sa.String(length=64), nullable=True),
+        sa.Column("base_ref", sa.String(length=200), nullable=True),
+        sa.Column("base_sha", sa.String(length=64), nullable=True),
+        sa.Column("stage", sa.String(length=200), nullable=True),
+        sa.Column("format", sa.String(length=16), nullable=False),
+        sa.Column("failure_count", sa.Integer(), nullable=False),
+        sa.Column("findings", sa.JSON(), nullable=False),
+        sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("classified_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["delivery_id"],
+            ["deliveries.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("idempotency_key"),
+        sa.UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),
+    )
+    op.create_table(
+        "repair_runs",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("report_id", sa.Integer(), nullable=False),
+        sa.Column("root_cause", sa.String(length=300), nullable=False),
+        sa.Column("signature", sa.String(length=64), nullable=False),
+        sa.Column("contract", sa.JSON(), nullable=False),
+        sa.Column("state", sa.String(length=32), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("fix_id", sa.Integer(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["fix_id"],
+            ["fixes.id"],
+        ),
+        sa.ForeignKeyConstraint(
+            ["report_id"],
+            ["reports.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("report_id", "root_cause", name="uq_runs_report_root_cause"),
+    )
+    with op.batch_alter_table("repair_runs", schema=None) as batch_op:
+        batch_op.create_index("ix_runs_state_updated", ["state", "updated_at"], unique=False)
+
+    op.create_table(
+        "transitions",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("from_state", sa.String(length=32), nullable=True),
+        sa.Column("to_state", sa.String(length=32), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["run_id"],
+            ["repair_runs.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("transitions", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_transitions_run_id"), ["run_id"], unique=False)
+
+
+def downgrade() -> None:
+    """Revert this revision."""
+
+    with op.batch_alter_table("transitions", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_transitions_run_id"))
+
+    op.drop_table("transitions")
+    with op.batch_alter_table("repair_runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_runs_state_updated")
+
+    op.drop_table("repair_runs")
+    op.drop_table("reports")
+    with op.batch_alter_table("fixes", schema=None) as batch_op:
+        batch_op.drop_index(
+            "uq_fixes_open_dedupe_key",
+            sqlite_where=sa.text("state = 'open'"),
+            postgresql_where=sa.text("state = 'open'"),
+        )
+
+    op.drop_table("fixes")
+    op.drop_table("deliveries")

@@ -1,0 +1,187 @@
+"""The database is the source of truth: every delivery, report, repair run, transition and fix PR."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, the only clock the models use."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class RunState(StrEnum):
+    """A repair run's state machine; terminal states end the run."""
+
+    RECEIVED = "received"
+    CLASSIFIED = "classified"
+    SWEPT = "swept"
+    PATCHED = "patched"
+    PR_OPENED = "pr_opened"
+    VERIFYING = "verifying"
+    VERIFIED = "verified"
+    FAILED = "failed"
+    NO_FIX_NEEDED = "no_fix_needed"
+    DUPLICATE = "duplicate"
+    UNCLASSIFIED = "unclassified"
+    ERROR = "error"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether nothing more happens to a run in this state without a new request."""
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {RunState.PR_OPENED, RunState.VERIFIED, RunState.FAILED, RunState.NO_FIX_NEEDED,
+     RunState.DUPLICATE, RunState.UNCLASSIFIED, RunState.ERROR}
+)
+
+
+class FixState(StrEnum):
+    """A fix PR's life on the forge."""
+
+    OPEN = "open"
+    MERGED = "merged"
+    CLOSED = "closed"
+    SUPERSEDED = "superseded"
+
+
+class Delivery(Base):
+    """One inbound request (GitHub webhook or CI post), stored before anything acts on it."""
+
+    __tablename__ = "deliveries"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(16))
+    key: Mapped[str] = mapped_column(String(200), unique=True)
+    event: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(64))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    outcome: Mapped[str] = mapped_column(String(32), default="stored")
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Report(Base):
+    """A CI failure report and what the classifier found in it."""
+
+    __tablename__ = "reports"
+    __table_args__ = (UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    pipeline: Mapped[str | None] = mapped_column(String(200))
+    build_number: Mapped[int | None] = mapped_column(Integer)
+    build_url: Mapped[str | None] = mapped_column(Text)
+    repository: Mapped[str | None] = mapped_column(Text)
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    head_sha: Mapped[str | None] = mapped_column(String(64))
+    base_ref: Mapped[str | None] = mapped_column(String(200))
+    base_sha: Mapped[str | None] = mapped_column(String(64))
+    stage: Mapped[str | None] = mapped_column(String(200))
+    format: Mapped[str] = mapped_column(String(16))
+    failure_count: Mapped[int] = mapped_column(Integer, default=0)
+    findings: Mapped[list[Any]] = mapped_column(default=list)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    classified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    runs: Mapped[list[RepairRun]] = relationship(back_populates="report", order_by="RepairRun.id")
+
+
+class RepairRun(Base):
+    """One root cause being repaired: from received to a PR (or a reason why not)."""
+
+    __tablename__ = "repair_runs"
+    __table_args__ = (
+        UniqueConstraint("report_id", "root_cause", name="uq_runs_report_root_cause"),
+        Index("ix_runs_state_updated", "state", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))
+    root_cause: Mapped[str] = mapped_column(String(300))
+    signature: Mapped[str] = mapped_column(String(64))
+    contract: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    state: Mapped[str] = mapped_column(String(32), default=RunState.RECEIVED.value)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    report: Mapped[Report] = relationship(back_populates="runs")
+    fix: Mapped[Fix | None] = relationship(back_populates="runs")
+    transitions: Mapped[list[Transition]] = relationship(order_by="Transition.id")
+
+
+class Transition(Base):
+    """A run's move from one state to the next, with why and when (the timeline)."""
+
+    __tablename__ = "transitions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("repair_runs.id"), index=True)
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Fix(Base):
+    """A fix PR on a forge. At most one open fix per dedupe key: one PR per root cause."""
+
+    __tablename__ = "fixes"
+    __table_args__ = (
+        Index(
+            "uq_fixes_open_dedupe_key",
+            "dedupe_key",
+            unique=True,
+            sqlite_where=text("state = 'open'"),
+            postgresql_where=text("state = 'open'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    forge: Mapped[str] = mapped_column(String(16))
+    repository: Mapped[str] = mapped_column(Text)
+    number: Mapped[int | None] = mapped_column(Integer)
+    url: Mapped[str | None] = mapped_column(Text)
+    dedupe_key: Mapped[str] = mapped_column(String(64))
+    signature: Mapped[str] = mapped_column(String(64))
+    base_ref: Mapped[str | None] = mapped_column(String(200))
+    base_sha: Mapped[str] = mapped_column(String(64))
+    branch: Mapped[str] = mapped_column(String(200))
+    head_sha: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    files: Mapped[list[Any]] = mapped_column(default=list)
+    violations: Mapped[list[Any]] = mapped_column(default=list)
+    diff: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default=FixState.OPEN.value)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    runs: Mapped[list[RepairRun]] = relationship(back_populates="fix")

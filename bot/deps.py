@@ -1,0 +1,31 @@
+"""FastAPI dependencies: settings and a database session per request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fastapi import Request
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.db.session import session_factory
+
+
+def get_app_settings(request: Request) -> Settings:
+    """The settings the app was created with."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A session that commits when the handler returns normally."""
+    settings: Settings = request.app.state.settings
+    session = session_factory(settings.resolved_database_url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

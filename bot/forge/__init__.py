@@ -1,0 +1,1 @@
+"""Forges: where fix branches go and pull requests are opened (local git, GitHub)."""

@@ -1,0 +1,1 @@
+"""GitHub, sans I/O: webhook signatures and event parsing."""

@@ -1,0 +1,19 @@
+"""Celery settings derived from repairbot's settings (imported by Celery on first use)."""
+
+from __future__ import annotations
+
+from bot.config import get_settings
+
+_settings = get_settings()
+
+broker_url = _settings.resolved_broker_url
+broker_transport_options = _settings.broker_transport_options
+broker_connection_retry_on_startup = True
+task_acks_late = True
+task_reject_on_worker_lost = True
+worker_prefetch_multiplier = 1
+task_default_queue = "repair"
+task_ignore_result = True
+task_routes = {"repairbot.*": {"queue": "repair"}}
+worker_hijack_root_logger = False
+broker_connection_max_retries = None

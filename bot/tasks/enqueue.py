@@ -1,0 +1,30 @@
+"""Sending tasks only after the transaction that made their rows visible has committed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from bot.tasks.celery_app import app
+
+_PENDING_KEY = "repairbot_pending_tasks"
+
+
+def enqueue_after_commit(session: Session, task_name: str, *args: Any) -> None:
+    """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back."""
+    pending: list[tuple[str, tuple[Any, ...]]] = session.info.setdefault(_PENDING_KEY, [])
+    if not pending:
+        event.listen(session, "after_commit", _send_pending, once=True)
+        event.listen(session, "after_rollback", _drop_pending, once=True)
+    pending.append((task_name, args))
+
+
+def _send_pending(session: Session) -> None:
+    for task_name, args in session.info.pop(_PENDING_KEY, []):
+        app.send_task(task_name, args=args)
+
+
+def _drop_pending(session: Session) -> None:
+    session.info.pop(_PENDING_KEY, None)

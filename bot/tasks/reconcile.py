@@ -1,0 +1,37 @@
+"""The reconciler: re-enqueue what a crash or a lost message left unfinished."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.config import Settings
+from bot.db.crud import move_run, stale_runs, unclassified_reports
+from bot.db.models import RunState
+from bot.db.session import session_scope
+from bot.tasks.base import RepairbotTask
+from bot.tasks.celery_app import app
+from bot.tasks.enqueue import enqueue_after_commit
+
+
+def reconcile_once(settings: Settings) -> int:
+    """Re-enqueue stale runs and unclassified reports; returns how many tasks were sent."""
+    older_than = timedelta(seconds=settings.stale_after_s)
+    sent = 0
+    with session_scope(settings.resolved_database_url) as session:
+        for report in unclassified_reports(session, older_than=older_than):
+            enqueue_after_commit(session, "repairbot.triage", report.id)
+            sent += 1
+        for run in stale_runs(session, older_than=older_than):
+            if run.attempts >= settings.task_max_retries:
+                move_run(session, run=run, to=RunState.ERROR, reason=f"gave up after {run.attempts} attempts")
+                continue
+            task = "repairbot.triage" if run.state == RunState.RECEIVED.value else "repairbot.repair"
+            enqueue_after_commit(session, task, run.report_id if task == "repairbot.triage" else run.id)
+            sent += 1
+    return sent
+
+
+@app.task(name="repairbot.reconcile", base=RepairbotTask, bind=True)
+def reconcile(self: RepairbotTask) -> int:
+    """Celery entry point for the reconciler (run by beat, or by ``repairbot serve``'s timer)."""
+    return reconcile_once(self.settings)

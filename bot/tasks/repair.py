@@ -1,0 +1,155 @@
+"""Stage 2: sweep the failing commit, apply every fix, and open one PR per root cause.
+
+Each state change commits in its own short transaction: the git and LibCST work in between holds
+no database lock, and a crash anywhere leaves a state the reconciler can resume from. Rerunning
+is safe: the worktree is made afresh, the branch name is derived from the dedupe key, and the
+unique index on open fixes refuses a second PR for the same violations.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.exc import IntegrityError
+
+from bot.config import Settings
+from bot.db.crud import move_run, open_fix_with_key
+from bot.db.models import Fix, RepairRun, RunState
+from bot.db.session import session_scope
+from bot.forge.git import GitError, commit_all, diff, fresh_worktree, remove_worktree, set_branch
+from bot.forge.local import RepositoryRefused, resolve_local_repository
+from bot.forge.pr_text import PullRequestText, compose, fixed_violations
+from bot.repair_plan import branch_name, contract_from_dict, dedupe_key
+from bot.tasks.base import RepairbotTask, TransientError
+from bot.tasks.celery_app import app
+from fixers.outcome import FixResult
+from fixers.sweep import fix, write_changes
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the repair needs from the database, read once at the start."""
+
+    run_id: int
+    signature: str
+    contract: dict[str, object]
+    repository: str | None
+    commit: str
+    base_ref: str | None
+    build_url: str | None
+    classes: list[str]
+    tests: list[str]
+
+
+def _start(settings: Settings, run_id: int) -> RunContext | None:
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get(RepairRun, run_id)
+        if run is None or RunState(run.state).terminal:
+            return None
+        run.attempts += 1
+        report = run.report
+        classes = sorted({f["class_name"] for f in report.findings if f.get("class_name") and f.get("fixer")})
+        tests = sorted({t for f in report.findings if f.get("fixer") for t in f.get("tests", [])})
+        return RunContext(
+            run_id=run.id, signature=run.signature, contract=dict(run.contract),
+            repository=report.repository, commit=report.head_sha or report.base_sha or report.base_ref or "HEAD",
+            base_ref=report.base_ref, build_url=report.build_url, classes=classes, tests=tests,
+        )
+
+
+def _move(settings: Settings, run_id: int, to: RunState, reason: str = "") -> None:
+    with session_scope(settings.resolved_database_url) as session:
+        move_run(session, run=session.get_one(RepairRun, run_id), to=to, reason=reason)
+
+
+@app.task(name="repairbot.repair", base=RepairbotTask, bind=True)
+def repair(self: RepairbotTask, run_id: int) -> None:
+    """Repair run ``run_id`` end to end, up to a recorded PR (or a reason why none)."""
+    settings = self.settings
+    context = _start(settings, run_id)
+    if context is None:
+        return
+    try:
+        repository = resolve_local_repository(context.repository, settings.repository_roots)
+        base_sha = repository.commit(context.commit)
+    except (RepositoryRefused, GitError) as exc:
+        _move(settings, run_id, RunState.ERROR, str(exc))
+        return
+    worktree = settings.worktrees_dir.resolve() / f"run-{run_id}"
+    try:
+        fresh_worktree(repository.path, worktree, base_sha)
+        _repair_in(settings, context, repository.path, worktree, base_sha)
+    except GitError as exc:
+        raise TransientError(str(exc)) from exc
+    finally:
+        remove_worktree(repository.path, worktree)
+
+
+def _repair_in(settings: Settings, context: RunContext, repo: Path, worktree: Path, base_sha: str) -> None:
+    contract = contract_from_dict(context.contract)
+    result = fix(worktree, [contract], imports=True)
+    violations = result.report.violations
+    _move(settings, context.run_id, RunState.SWEPT, f"{len(violations)} violation(s) at {base_sha[:12]}")
+    if not result.changes:
+        reason = "no violations of the contract at the failing commit"
+        if violations:
+            reason = "violations found, none fixable automatically: " + "; ".join(
+                f"{v.location()} {v.class_qualname} ({v.kind})" for v in violations)[:2000]
+        _move(settings, context.run_id, RunState.NO_FIX_NEEDED if not violations else RunState.FAILED, reason)
+        return
+    written = write_changes(worktree, result)
+    if not written:
+        _move(settings, context.run_id, RunState.FAILED,
+              "no change passed its safety evidence: " + "; ".join(s.reason for s in result.skips)[:2000])
+        return
+    _move(settings, context.run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
+    _pause_for_tests(settings)
+    identities = [f"{v.kind}:{v.class_qualname}:{v.path}" for v in violations if v.fix is not None]
+    key = dedupe_key(repository=str(repo), base_ref=context.base_ref, contract=contract, violations=identities)
+    text = compose(contract=contract, result=result, signature=context.signature,
+                   classes_in_log=context.classes, tests=context.tests, build_url=context.build_url,
+                   base_sha=base_sha, repo_root=worktree)
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get_one(RepairRun, context.run_id)
+        existing = open_fix_with_key(session, dedupe_key=key)
+        if existing is not None:
+            run.fix_id = existing.id
+            move_run(session, run=run, to=RunState.DUPLICATE, reason=f"fix #{existing.id} already covers it")
+            return
+    head = commit_all(worktree, text.commit_message)
+    branch = branch_name(context.signature, key)
+    set_branch(repo, branch, head)
+    _record_fix(settings, context, repo, key, branch, base_sha, head, text, result)
+
+
+def _record_fix(settings: Settings, context: RunContext, repo: Path, key: str, branch: str,
+                base_sha: str, head: str, text: PullRequestText, result: FixResult) -> None:
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get_one(RepairRun, context.run_id)
+        fix_row = Fix(
+            forge="local", repository=str(repo), dedupe_key=key, signature=context.signature,
+            base_ref=context.base_ref, base_sha=base_sha, branch=branch, head_sha=head,
+            title=text.title, body=text.body, files=[c.path for c in result.changes],
+            violations=fixed_violations(result), diff=diff(repo, base_sha, head),
+        )
+        try:
+            with session.begin_nested():
+                session.add(fix_row)
+        except IntegrityError:
+            existing = open_fix_with_key(session, dedupe_key=key)
+            run.fix_id = existing.id if existing else None
+            move_run(session, run=run, to=RunState.DUPLICATE, reason="another run opened the same fix first")
+            return
+        fix_row.number = fix_row.id
+        fix_row.url = f"{settings.public_url}/fixes/{fix_row.id}"
+        run.fix_id = fix_row.id
+        move_run(session, run=run, to=RunState.PR_OPENED, reason=f"fix #{fix_row.id} on {branch}")
+
+
+def _pause_for_tests(settings: Settings) -> None:
+    """The crash-recovery test holds the repair here while its pause file exists."""
+    pause = settings.test_pause_file
+    while pause is not None and pause.exists():
+        time.sleep(0.05)

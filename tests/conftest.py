@@ -1,0 +1,75 @@
+"""Shared fixtures: settings on a temporary data dir, real SQLite and PostgreSQL databases."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+SECRET = "webhook-secret-for-tests-0123456789"
+CI_TOKEN = "ci-token-for-tests-0123456789"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    name = f"repairbot_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        from bot.db.session import engine_for
+
+        engine_for.cache_clear()
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def make_settings(data_dir: Path, **overrides: object):
+    """Test settings: real secrets, everything under ``data_dir``."""
+    from bot.config import Settings
+
+    values: dict[str, object] = {
+        "environment": "test",
+        "data_dir": data_dir,
+        "github_webhook_secret": SECRET,
+        "ci_token": CI_TOKEN,
+        "stale_after_s": 1.0,
+        "reconcile_interval_s": 0.5,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def settings(request: pytest.FixtureRequest, tmp_path: Path):
+    """Settings on SQLite and on PostgreSQL (each test runs on both), migrated."""
+    from bot.db.migrate import upgrade
+
+    overrides: dict[str, object] = {}
+    if request.param == "postgresql":
+        base = request.getfixturevalue("postgres_url")
+        overrides["database_url"] = base
+    built = make_settings(tmp_path / "data", **overrides)
+    upgrade(built.resolved_database_url)
+    if request.param == "postgresql":
+        _truncate(built.resolved_database_url)
+    return built
+
+
+def _truncate(url: str) -> None:
+    from sqlalchemy import text
+
+    from bot.db.session import engine_for
+
+    with engine_for(url).begin() as connection:
+        connection.execute(text("TRUNCATE transitions, repair_runs, fixes, reports, deliveries RESTART IDENTITY CASCADE"))
