@@ -1,7 +1,35 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the main job on the embedded default. Until the service lands this
-# classifies the bundled sample CI log and prints its findings.
+# Set up (if needed) and run the main job on the embedded default: start `repairbot serve`
+# (SQLite, filesystem broker, in-process worker, local git forge), build a target repository
+# from the runtime's pre-contract workers, make its tests fail for real, post that failure and
+# show the fix PR the service opened. `scripts/run.sh --serve` keeps the service up afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/repairbot classify fixers/samples/l0_merge_request_pr.log "$@"
+
+export REPAIRBOT_DATA_DIR="${REPAIRBOT_DATA_DIR:-$PWD/.repairbot}"
+port="${PORT:-8000}"
+.venv/bin/repairbot serve --port "$port" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
+
+.venv/bin/python - "$port" <<'PY'
+import sys, time, httpx
+url = f"http://127.0.0.1:{sys.argv[1]}/readyz"
+deadline = time.monotonic() + 60
+while True:
+    try:
+        if httpx.get(url, timeout=1).status_code == 200:
+            break
+    except httpx.HTTPError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit(f"the service did not become ready at {url}")
+    time.sleep(0.2)
+PY
+
+.venv/bin/repairbot demo --url "http://127.0.0.1:$port"
+if [ "${1:-}" = "--serve" ]; then
+    echo "serving on http://127.0.0.1:$port (Ctrl-C to stop)"
+    wait "$server"
+fi

@@ -5,19 +5,19 @@ from __future__ import annotations
 import hmac
 from uuid import uuid4
 from io import BytesIO
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sqlalchemy.orm import Session
 
 from bot.api.body import read_capped_body
 from bot.config import Settings
 from bot.db.crud import find_report, insert_delivery
 from bot.db.models import Report
-from bot.deps import get_app_settings, get_session
+from bot.db.session import session_scope
+from bot.deps import get_app_settings
 from bot.github.signature import is_valid
 from bot.tasks.enqueue import enqueue_after_commit
 from fixers.intake import FailureReport, Format, IntakeError, read_report
@@ -61,7 +61,6 @@ def _authenticate(settings: Settings, body: bytes, pipeline: str | None,
 async def post_ci_failure(
     request: Request,
     settings: Annotated[Settings, Depends(get_app_settings)],
-    session: Annotated[Session, Depends(get_session)],
     meta: Annotated[ReportMetadata, Query()],
     authorization: Annotated[str | None, Header()] = None,
     x_repairbot_signature_256: Annotated[str | None, Header()] = None,
@@ -78,22 +77,29 @@ async def post_ci_failure(
     report = _report_row(parsed, meta, idempotency_key)
     if meta.pipeline and report.pipeline != meta.pipeline:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ")
-    earlier = find_report(session, idempotency_key=idempotency_key, pipeline=report.pipeline,
-                          build_number=report.build_number)
-    if earlier is not None:
-        return _answer(earlier, status.HTTP_200_OK, duplicate=True)
-    key = idempotency_key or (f"{report.pipeline}#{report.build_number}"
-                              if report.pipeline and report.build_number is not None else None)
-    delivery = insert_delivery(session, source="ci", key=f"ci:{key or uuid4()}",
-                               event="ci_failure", action=None, body=body)
-    if delivery is None:
-        raise HTTPException(status.HTTP_409_CONFLICT, "the same report is being stored right now; retry")
-    session.flush()
-    report.delivery_id = delivery.id
-    session.add(report)
-    session.flush()
-    enqueue_after_commit(session, "repairbot.triage", report.id)
-    return _answer(report, status.HTTP_202_ACCEPTED, duplicate=False)
+    answer, code = await run_in_threadpool(_store, settings, report, body)
+    return JSONResponse(answer, code)
+
+
+def _store(settings: Settings, report: Report, body: bytes) -> tuple[dict[str, Any], int]:
+    with session_scope(settings.resolved_database_url) as session:
+        earlier = find_report(session, idempotency_key=report.idempotency_key, pipeline=report.pipeline,
+                              build_number=report.build_number)
+        if earlier is not None:
+            return _answer(earlier, duplicate=True), status.HTTP_200_OK
+        key = report.idempotency_key or (
+            f"{report.pipeline}#{report.build_number}"
+            if report.pipeline and report.build_number is not None else None)
+        delivery = insert_delivery(session, source="ci", key=f"ci:{key or uuid4()}",
+                                   event="ci_failure", action=None, body=body)
+        if delivery is None:
+            raise HTTPException(status.HTTP_409_CONFLICT, "the same report is being stored right now; retry")
+        session.flush()
+        report.delivery_id = delivery.id
+        session.add(report)
+        session.flush()
+        enqueue_after_commit(session, "repairbot.triage", report.id)
+        return _answer(report, duplicate=False), status.HTTP_202_ACCEPTED
 
 
 def _report_row(parsed: FailureReport, meta: ReportMetadata, idempotency_key: str | None) -> Report:
@@ -115,8 +121,5 @@ def _report_row(parsed: FailureReport, meta: ReportMetadata, idempotency_key: st
     )
 
 
-def _answer(report: Report, code: int, *, duplicate: bool) -> JSONResponse:
-    return JSONResponse(
-        {"report_id": report.id, "url": f"/api/v1/reports/{report.id}", "duplicate": duplicate},
-        status_code=code,
-    )
+def _answer(report: Report, *, duplicate: bool) -> dict[str, Any]:
+    return {"report_id": report.id, "url": f"/api/v1/reports/{report.id}", "duplicate": duplicate}

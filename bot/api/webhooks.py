@@ -7,13 +7,14 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Request, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlalchemy.orm import Session
 
 from bot.api.body import read_capped_body
 from bot.config import Settings
 from bot.db.crud import insert_delivery
-from bot.deps import get_app_settings, get_session
+from bot.db.session import session_scope
+from bot.deps import get_app_settings
 from bot.github.signature import is_valid
 from bot.tasks.enqueue import enqueue_after_commit
 
@@ -26,7 +27,6 @@ HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "statu
 async def github_webhook(
     request: Request,
     settings: Annotated[Settings, Depends(get_app_settings)],
-    session: Annotated[Session, Depends(get_session)],
     x_github_event: Annotated[str | None, Header()] = None,
     x_github_delivery: Annotated[str | None, Header()] = None,
     x_hub_signature_256: Annotated[str | None, Header()] = None,
@@ -40,19 +40,30 @@ async def github_webhook(
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required")
     payload = _parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
-    delivery = insert_delivery(session, source="github", key=f"github:{x_github_delivery[:150]}",
-                               event=x_github_event[:64], action=action, body=body)
-    if delivery is None:
-        return JSONResponse({"status": "duplicate", "delivery": x_github_delivery}, status.HTTP_200_OK)
-    if x_github_event == "ping":
-        delivery.outcome = "processed"
-        return JSONResponse({"status": "pong", "zen": payload.get("zen")}, status.HTTP_200_OK)
-    if x_github_event not in HANDLED_EVENTS:
-        delivery.outcome = "ignored"
-        return JSONResponse({"status": "ignored", "event": x_github_event}, status.HTTP_202_ACCEPTED)
-    session.flush()
-    enqueue_after_commit(session, "repairbot.process_delivery", delivery.id)
-    return JSONResponse({"status": "accepted", "delivery_id": delivery.id}, status.HTTP_202_ACCEPTED)
+    # Database work runs in a worker thread: a blocking SQLite lock wait must never stall the loop.
+    answer, code = await run_in_threadpool(
+        _store, settings, event=x_github_event[:64], delivery_id=x_github_delivery[:150],
+        action=action, body=body, zen=payload.get("zen"),
+    )
+    return JSONResponse(answer, code)
+
+
+def _store(settings: Settings, *, event: str, delivery_id: str, action: str | None, body: bytes,
+           zen: object) -> tuple[dict[str, Any], int]:
+    with session_scope(settings.resolved_database_url) as session:
+        delivery = insert_delivery(session, source="github", key=f"github:{delivery_id}",
+                                   event=event, action=action, body=body)
+        if delivery is None:
+            return {"status": "duplicate", "delivery": delivery_id}, status.HTTP_200_OK
+        if event == "ping":
+            delivery.outcome = "processed"
+            return {"status": "pong", "zen": zen}, status.HTTP_200_OK
+        if event not in HANDLED_EVENTS:
+            delivery.outcome = "ignored"
+            return {"status": "ignored", "event": event}, status.HTTP_202_ACCEPTED
+        session.flush()
+        enqueue_after_commit(session, "repairbot.process_delivery", delivery.id)
+        return {"status": "accepted", "delivery_id": delivery.id}, status.HTTP_202_ACCEPTED
 
 
 def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ def serve(
     embedded = worker and settings.embedded_worker
     if embedded:
         start_embedded_worker(settings)
-        start_reconciler(settings, stop)
+    start_reconciler(settings, stop)
     Console(stderr=True).print(
         f"repairbot serving on http://{host}:{port} (database {settings.resolved_database_url}, "
         f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'})"

@@ -51,12 +51,16 @@ def find_report(
     return None
 
 
-def move_run(session: Session, *, run: RepairRun, to: RunState, reason: str = "") -> None:
-    """Move a run to a new state, recording the transition (a no-op if already there)."""
-    if run.state == to.value and run.reason == reason:
-        return
+def move_run(session: Session, *, run: RepairRun, to: RunState, reason: str = "") -> bool:
+    """Move a run to a new state, recording the transition.
+
+    Terminal states are final: a late or duplicated task cannot move a finished run (False).
+    """
+    if RunState(run.state).terminal or (run.state == to.value and run.reason == reason):
+        return False
     session.add(Transition(run_id=run.id, from_state=run.state, to_state=to.value, reason=reason))
     run.state, run.reason, run.updated_at = to.value, reason, utcnow()
+    return True
 
 
 def open_fix_with_key(session: Session, *, dedupe_key: str) -> Fix | None:
@@ -79,7 +83,7 @@ def unclassified_reports(session: Session, *, older_than: timedelta) -> Sequence
     """Reports that were stored but never classified (their triage message was lost)."""
     cutoff = utcnow() - older_than
     return session.scalars(
-        select(Report).where(Report.classified_at.is_(None), Report.received_at < cutoff)
+        select(Report).where(Report.classified_at.is_(None), Report.triage_sent_at < cutoff)
     ).all()
 
 

@@ -106,6 +106,7 @@ class Report(Base):
     failure_count: Mapped[int] = mapped_column(Integer, default=0)
     findings: Mapped[list[Any]] = mapped_column(default=list)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    triage_sent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     classified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     runs: Mapped[list[RepairRun]] = relationship(back_populates="report", order_by="RepairRun.id")

@@ -7,7 +7,9 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -18,16 +20,25 @@ def engine_for(url: str) -> Engine:
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def _sqlite_pragmas(connection: object, _record: object) -> None:
-    cursor = connection.cursor()  # type: ignore[attr-defined]
+def _sqlite_pragmas(connection: Any, _record: object) -> None:
+    # pysqlite's own transaction handling defers BEGIN and breaks SAVEPOINT; we issue BEGIN.
+    connection.isolation_level = None
+    cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _sqlite_begin_immediate(connection: Connection) -> None:
+    # Take the write lock up front: a deferred transaction that reads, then writes, fails at once
+    # with SQLITE_BUSY when another writer committed in between, instead of waiting its turn.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 @cache

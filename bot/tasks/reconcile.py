@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from bot.config import Settings
 from bot.db.crud import move_run, stale_runs, unclassified_reports
-from bot.db.models import RunState
+from bot.db.models import RunState, utcnow
 from bot.db.session import session_scope
 from bot.tasks.base import RepairbotTask
 from bot.tasks.celery_app import app
@@ -19,14 +19,15 @@ def reconcile_once(settings: Settings) -> int:
     sent = 0
     with session_scope(settings.resolved_database_url) as session:
         for report in unclassified_reports(session, older_than=older_than):
+            report.triage_sent_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, "repairbot.triage", report.id)
             sent += 1
         for run in stale_runs(session, older_than=older_than):
             if run.attempts >= settings.task_max_retries:
                 move_run(session, run=run, to=RunState.ERROR, reason=f"gave up after {run.attempts} attempts")
                 continue
-            task = "repairbot.triage" if run.state == RunState.RECEIVED.value else "repairbot.repair"
-            enqueue_after_commit(session, task, run.report_id if task == "repairbot.triage" else run.id)
+            run.updated_at = utcnow()  # not stale again until another stale_after_s passes
+            enqueue_after_commit(session, "repairbot.repair", run.id)
             sent += 1
     return sent
 

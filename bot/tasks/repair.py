@@ -9,6 +9,7 @@ unique index on open fixes refuses a second PR for the same violations.
 from __future__ import annotations
 
 import time
+from uuid import uuid4
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def repair(self: RepairbotTask, run_id: int) -> None:
     except (RepositoryRefused, GitError) as exc:
         _move(settings, run_id, RunState.ERROR, str(exc))
         return
-    worktree = settings.worktrees_dir.resolve() / f"run-{run_id}"
+    # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
+    worktree = settings.worktrees_dir.resolve() / f"run-{run_id}-{uuid4().hex[:8]}"
     try:
         fresh_worktree(repository.path, worktree, base_sha)
         _repair_in(settings, context, repository.path, worktree, base_sha)
@@ -134,6 +136,8 @@ def _record_fix(settings: Settings, context: RunContext, repo: Path, key: str, b
             title=text.title, body=text.body, files=[c.path for c in result.changes],
             violations=fixed_violations(result), diff=diff(repo, base_sha, head),
         )
+        if RunState(run.state).terminal:
+            return  # a duplicate delivery of this task finished the run first
         try:
             with session.begin_nested():
                 session.add(fix_row)

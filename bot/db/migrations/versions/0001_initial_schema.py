@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 15:05:52.840245
+Create Date: 2026-11-29 15:11:03.303475
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ def upgrade() -> None:
         sa.Column("failure_count", sa.Integer(), nullable=False),
         sa.Column("findings", sa.JSON(), nullable=False),
         sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("triage_sent_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("classified_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["delivery_id"],

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bot.config import Settings
+
+
+def test_defaults_are_the_embedded_configuration(tmp_path, monkeypatch):
+    for key in list(__import__("os").environ):
+        if key.startswith("REPAIRBOT_"):
+            monkeypatch.delenv(key)
+    settings = Settings(data_dir=tmp_path)
+    assert settings.environment == "development"
+    assert settings.resolved_database_url == f"sqlite:///{tmp_path.resolve()}/repairbot.db"
+    assert settings.resolved_broker_url == "filesystem://localhost/"
+    assert settings.broker_transport_options["data_folder_in"] == str(tmp_path.resolve() / "broker")
+
+
+def test_environment_variables_use_the_prefix(monkeypatch):
+    monkeypatch.setenv("REPAIRBOT_DATABASE_URL", "postgresql+psycopg://db/repairbot")
+    monkeypatch.setenv("REPAIRBOT_CI_PIPELINE_TOKENS", '{"L0_MergeRequest_PR": "token-0123456789abcdef"}')
+    settings = Settings()
+    assert settings.resolved_database_url == "postgresql+psycopg://db/repairbot"
+    assert settings.ci_pipeline_tokens["L0_MergeRequest_PR"].get_secret_value() == "token-0123456789abcdef"
+
+
+@pytest.mark.parametrize("environment", ["test", "production"])
+def test_placeholder_secrets_are_refused_outside_development(environment):
+    with pytest.raises(ValidationError) as raised:
+        Settings(environment=environment)
+    assert "REPAIRBOT_GITHUB_WEBHOOK_SECRET" in str(raised.value)
+    assert "REPAIRBOT_CI_TOKEN" in str(raised.value)
+
+
+def test_real_secrets_are_accepted_in_production():
+    settings = Settings(environment="production", github_webhook_secret="a" * 32, ci_token="b" * 32)
+    assert settings.github_webhook_secret.get_secret_value() == "a" * 32

@@ -1,0 +1,105 @@
+"""Real processes for end-to-end tests: `repairbot serve`, `repairbot worker`, a failing target."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import CI_TOKEN, SECRET
+
+REPAIRBOT = str(Path(sys.executable).parent / "repairbot")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Service:
+    """A running repairbot deployment: API (maybe with the embedded worker) plus extra workers."""
+
+    env: dict[str, str]
+    data_dir: Path
+    port: int
+    log_dir: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.log_dir / f"{name}.log").open("ab")
+        process = subprocess.Popen([REPAIRBOT, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        self.processes[name] = process
+        return process
+
+    def start_api(self, *extra: str) -> None:
+        self.start("api", "serve", "--port", str(self.port), *extra)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.processes["api"].poll() is not None:
+                break
+            time.sleep(0.2)
+        raise RuntimeError(f"API did not start: {(self.log_dir / 'api.log').read_text()[-3000:]}")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        os.killpg(process.pid, sig)
+        process.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for name in list(self.processes):
+            self.kill(name, signal.SIGTERM if name == "api" else signal.SIGKILL)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log")))
+
+
+@pytest.fixture
+def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
+    """Build a Service with extra ``REPAIRBOT_*`` settings; every process is stopped afterwards."""
+    made: list[Service] = []
+
+    def build(**settings: str) -> Service:
+        data_dir = tmp_path / "data"
+        log_dir = tmp_path / "logs"
+        log_dir.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIRBOT_")}
+        env.update({
+            "REPAIRBOT_ENVIRONMENT": "test",
+            "REPAIRBOT_DATA_DIR": str(data_dir),
+            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
+            "REPAIRBOT_CI_TOKEN": CI_TOKEN,
+            "REPAIRBOT_RECONCILE_INTERVAL_S": "0.5",
+            "REPAIRBOT_STALE_AFTER_S": "3",
+        })
+        env.update({f"REPAIRBOT_{key.upper()}": value for key, value in settings.items()})
+        service = Service(env=env, data_dir=data_dir, port=free_port(), log_dir=log_dir)
+        made.append(service)
+        return service
+
+    yield build
+    for service in made:
+        service.stop_all()

@@ -1,0 +1,110 @@
+"""A real failing target → the served API → exactly one PR whose branch makes the tests pass."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from bot.demo import build_target, post_failure, run_tests, wait_for_runs
+from bot.forge.git import fresh_worktree
+from tests.conftest import CI_TOKEN
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def failing_target(tmp_path_factory):
+    """The legacy workers as a git repository, and their real failing pytest output."""
+    repo = tmp_path_factory.mktemp("target") / "repo"
+    head = build_target(repo)
+    before = run_tests(repo)
+    assert before.returncode != 0, "the legacy target must fail before the fix"
+    return repo, head, before.console
+
+
+def _repair(service, target, build_number: int, timeout_s: float = 180):
+    repo, head, console = target
+    with service.client() as client:
+        answer = post_failure(client, token=CI_TOKEN, repo=repo, head_sha=head, console=console,
+                              build_number=build_number)
+        try:
+            report = wait_for_runs(client, answer["url"], timeout_s=timeout_s)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{service.logs()}") from exc
+        fixes = client.get("/api/v1/fixes").json()
+    return answer, report, fixes
+
+
+def _assert_branch_passes(repo: Path, branch: str, tmp_path: Path) -> None:
+    checkout = fresh_worktree(repo, tmp_path / "checkout", branch)
+    after = run_tests(checkout)
+    assert after.returncode == 0, after.console.decode(errors="replace")[-3000:]
+
+
+def test_embedded_default_repairs_once(make_service, failing_target, tmp_path):
+    service = make_service()
+    service.start_api()
+    answer, report, fixes = _repair(service, failing_target, build_number=1)
+    assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
+    assert len(fixes) == 1
+    fix = fixes[0]
+    assert fix["branch"].startswith("repairbot/contract-forward-override/")
+    _assert_branch_passes(failing_target[0], fix["branch"], tmp_path)
+
+    again, _, fixes_after_repost = _repair(service, failing_target, build_number=1)
+    assert again["duplicate"] is True and again["report_id"] == answer["report_id"]
+    _, rerun, fixes_after_new_build = _repair(service, failing_target, build_number=2)
+    assert [run["state"] for run in rerun["runs"]] == ["duplicate"]
+    assert len(fixes_after_repost) == len(fixes_after_new_build) == 1
+
+
+def _redis_db() -> str:
+    return f"redis://127.0.0.1:6379/{int(uuid.uuid4().int % 10) + 5}"
+
+
+def test_postgres_redis_and_a_separate_worker(make_service, failing_target, postgres_url, tmp_path):
+    with create_engine(postgres_url).begin() as connection:
+        connection.execute(text("DROP TABLE IF EXISTS transitions, repair_runs, fixes, reports, deliveries, alembic_version CASCADE"))
+    broker = _redis_db()
+    subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=True, capture_output=True)
+    service = make_service(database_url=postgres_url, broker_url=broker, embedded_worker="false")
+    service.start_api()
+    service.start("worker", "worker", "-Q", "repair")
+    _, report, fixes = _repair(service, failing_target, build_number=10)
+    assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
+    assert len(fixes) == 1
+    _assert_branch_passes(failing_target[0], fixes[0]["branch"], tmp_path)
+
+
+def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(make_service, failing_target, tmp_path):
+    pause = tmp_path / "pause-before-pr"
+    pause.touch()
+    service = make_service(embedded_worker="false", test_pause_file=str(pause))
+    service.start_api()
+    worker = service.start("worker", "worker", "-Q", "repair")
+    repo, head, console = failing_target
+    with service.client() as client:
+        answer = post_failure(client, token=CI_TOKEN, repo=repo, head_sha=head, console=console,
+                              build_number=77)
+        deadline = time.monotonic() + 120
+        while client.get(answer["url"]).json()["runs"][:1] == [] or \
+                client.get(answer["url"]).json()["runs"][0]["state"] != "patched":
+            assert time.monotonic() < deadline, service.logs()
+            time.sleep(0.1)
+        os.killpg(worker.pid, signal.SIGKILL)  # kill -9 in the middle of the repair
+        worker.wait(timeout=30)
+        service.processes.pop("worker")
+        pause.unlink()
+        service.start("worker2", "worker", "-Q", "repair")
+        report = wait_for_runs(client, answer["url"], timeout_s=180)
+        fixes = client.get("/api/v1/fixes").json()
+    assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
+    assert len(fixes) == 1
+    assert report["runs"][0]["attempts"] >= 2
