@@ -1,4 +1,4 @@
-"""Failure POST → PR recorded, on the embedded default (SQLite, filesystem broker, in-process worker).
+"""Failure POST → PR recorded on the embedded default (SQLite, file broker, in-process worker).
 
 Run: .venv/bin/python bench/e2e.py [--repairs 8]
 
@@ -20,11 +20,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop  # noqa: E402
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs  # noqa: E402
-from bot.forge.git import commit_all  # noqa: E402
-from fixers.contracts import SPEC_WORKER_CONTRACT  # noqa: E402
-from fixers.sweep import fix, write_changes  # noqa: E402
+from bench.service import BIN, free_port, percentile, start, stop
+from bot.demo import build_target, post_failure, run_tests, wait_for_runs
+from bot.forge.git import commit_all
+from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.sweep import fix, write_changes
 
 TOKEN = "bench-ci-token-0123456789"
 
@@ -39,7 +39,9 @@ def direct_repair(repo: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repairs", type=int, default=8)
     args = parser.parse_args()
     from rich.console import Console
@@ -56,18 +58,35 @@ def main() -> None:
             console_log = run_tests(targets[0][0]).console
         baseline = sorted(direct_repair(repo) for repo, _ in targets[-3:])[1]
         port = free_port()
-        env = {"REPAIRBOT_ENVIRONMENT": "test", "REPAIRBOT_DATA_DIR": str(root / "data"),
-               "REPAIRBOT_GITHUB_WEBHOOK_SECRET": "bench-webhook-secret-0123456789", "REPAIRBOT_CI_TOKEN": TOKEN}
-        server = start([str(BIN / "repairbot"), "serve", "--port", str(port)], env, root / "serve.log",
-                       f"http://127.0.0.1:{port}/readyz")
+        env = {
+            "REPAIRBOT_ENVIRONMENT": "test",
+            "REPAIRBOT_DATA_DIR": str(root / "data"),
+            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": "bench-webhook-secret-0123456789",
+            "REPAIRBOT_CI_TOKEN": TOKEN,
+        }
+        server = start(
+            [str(BIN / "repairbot"), "serve", "--port", str(port)],
+            env,
+            root / "serve.log",
+            f"http://127.0.0.1:{port}/readyz",
+        )
         durations: list[float] = []
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client, Progress(console=console) as bar:
+            with (
+                httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
+                Progress(console=console) as bar,
+            ):
                 task = bar.add_task("repairs", total=args.repairs)
                 for index, (repo, head) in enumerate(targets[: args.repairs]):
                     began = time.perf_counter()
-                    answer = post_failure(client, token=TOKEN, repo=repo, head_sha=head, console=console_log,
-                                          build_number=index)
+                    answer = post_failure(
+                        client,
+                        token=TOKEN,
+                        repo=repo,
+                        head_sha=head,
+                        console=console_log,
+                        build_number=index,
+                    )
                     report = wait_for_runs(client, answer["url"], timeout_s=300)
                     durations.append(time.perf_counter() - began)
                     states = [run["state"] for run in report["runs"]]
@@ -78,8 +97,10 @@ def main() -> None:
             stop(server)
     p50 = percentile(durations, 0.5)
     console.print(f"direct repair, no service (baseline): {baseline:.2f} s")
-    console.print(f"failure POST → PR recorded: p50 {p50:.2f} s, max {max(durations):.2f} s "
-                  f"over {len(durations)} repairs  (target p50 <= 3 s)")
+    console.print(
+        f"failure POST → PR recorded: p50 {p50:.2f} s, max {max(durations):.2f} s "
+        f"over {len(durations)} repairs  (target p50 <= 3 s)"
+    )
     console.print(f"ratio to the direct repair: {p50 / baseline:.2f}x")
 
 

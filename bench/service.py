@@ -21,10 +21,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(args: list[str], env: dict[str, str], log: Path, ready_url: str) -> subprocess.Popen[bytes]:
+def start(
+    args: list[str], env: dict[str, str], log: Path, ready_url: str
+) -> subprocess.Popen[bytes]:
     """Start a server process and wait for ``ready_url`` to answer 200."""
-    process = subprocess.Popen(args, env={**os.environ, **env}, stdout=log.open("wb"),
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        args,
+        env={**os.environ, **env},
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -25,23 +25,34 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop  # noqa: E402
-from bot.github.signature import sign  # noqa: E402
+from bench.service import BIN, free_port, percentile, start, stop
+from bot.github.signature import sign
 
 SECRET = "bench-webhook-secret-0123456789"
 
 
 def delivery(index: int, run: str) -> tuple[bytes, dict[str, str]]:
     """A signed issue_comment delivery."""
-    body = json.dumps({"action": "created", "issue": {"number": index % 50, "pull_request": {}},
-                       "comment": {"body": "/bot run", "user": {"login": f"dev{index % 7}"}}}).encode()
-    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"{run}-{index}",
-               "X-Hub-Signature-256": sign(SECRET.encode(), body), "Content-Type": "application/json"}
+    body = json.dumps(
+        {
+            "action": "created",
+            "issue": {"number": index % 50, "pull_request": {}},
+            "comment": {"body": "/bot run", "user": {"login": f"dev{index % 7}"}},
+        }
+    ).encode()
+    headers = {
+        "X-GitHub-Event": "issue_comment",
+        "X-GitHub-Delivery": f"{run}-{index}",
+        "X-Hub-Signature-256": sign(SECRET.encode(), body),
+        "Content-Type": "application/json",
+    }
     return body, headers
 
 
-async def blast(url: str, count: int, concurrency: int, run: str, rate: float | None = None) -> list[float]:
-    """Send ``count`` deliveries; returns per-request latencies. ``rate`` paces requests per second."""
+async def blast(
+    url: str, count: int, concurrency: int, run: str, rate: float | None = None
+) -> list[float]:
+    """Send ``count`` deliveries and return their latencies; ``rate`` paces requests per second."""
     latencies: list[float] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(count):
@@ -75,7 +86,9 @@ def measure(url: str, count: int, concurrency: int, run: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
@@ -84,23 +97,53 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory(prefix="repairbot-bench-") as tmp:
         data = Path(tmp) / "data"
-        env = {"REPAIRBOT_ENVIRONMENT": "test", "REPAIRBOT_DATA_DIR": str(data),
-               "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET, "REPAIRBOT_CI_TOKEN": "bench-ci-token-0123456789",
-               "REPAIRBOT_EMBEDDED_WORKER": "false", "BENCH_SECRET": SECRET}
+        env = {
+            "REPAIRBOT_ENVIRONMENT": "test",
+            "REPAIRBOT_DATA_DIR": str(data),
+            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
+            "REPAIRBOT_CI_TOKEN": "bench-ci-token-0123456789",
+            "REPAIRBOT_EMBEDDED_WORKER": "false",
+            "BENCH_SECRET": SECRET,
+        }
         bare_port, ours_port = free_port(), free_port()
-        bare = start([str(BIN / "uvicorn"), "bench.bare_webhook_app:app", "--port", str(bare_port),
-                      "--log-level", "warning"], env, Path(tmp) / "bare.log",
-                     f"http://127.0.0.1:{bare_port}/healthz")
-        ours = start([str(BIN / "repairbot"), "serve", "--port", str(ours_port)], env,
-                     Path(tmp) / "ours.log", f"http://127.0.0.1:{ours_port}/readyz")
+        bare = start(
+            [
+                str(BIN / "uvicorn"),
+                "bench.bare_webhook_app:app",
+                "--port",
+                str(bare_port),
+                "--log-level",
+                "warning",
+            ],
+            env,
+            Path(tmp) / "bare.log",
+            f"http://127.0.0.1:{bare_port}/healthz",
+        )
+        ours = start(
+            [str(BIN / "repairbot"), "serve", "--port", str(ours_port)],
+            env,
+            Path(tmp) / "ours.log",
+            f"http://127.0.0.1:{ours_port}/readyz",
+        )
         try:
             with console.status("peak rate: bare endpoint"):
-                bare_rate = measure(f"http://127.0.0.1:{bare_port}", args.requests, args.concurrency, "bare")
+                bare_rate = measure(
+                    f"http://127.0.0.1:{bare_port}", args.requests, args.concurrency, "bare"
+                )
             with console.status("peak rate: repairbot"):
-                ours_rate = measure(f"http://127.0.0.1:{ours_port}", args.requests, args.concurrency, "peak")
+                ours_rate = measure(
+                    f"http://127.0.0.1:{ours_port}", args.requests, args.concurrency, "peak"
+                )
             with console.status("repairbot at half of its peak rate"):
-                paced = asyncio.run(blast(f"http://127.0.0.1:{ours_port}", args.requests // 2,
-                                          args.concurrency, "paced", rate=ours_rate / 2))
+                paced = asyncio.run(
+                    blast(
+                        f"http://127.0.0.1:{ours_port}",
+                        args.requests // 2,
+                        args.concurrency,
+                        "paced",
+                        rate=ours_rate / 2,
+                    )
+                )
         finally:
             stop(ours)
             stop(bare)
@@ -110,8 +153,10 @@ def main() -> None:
     console.print(f"bare HMAC-only endpoint: {bare_rate:8.0f} deliveries/s")
     console.print(f"repairbot (persisted):   {ours_rate:8.0f} deliveries/s")
     console.print(f"ratio to bare: {ours_rate / bare_rate:.2f}x  (target >= 0.50x)")
-    console.print(f"at half of peak ({ours_rate / 2:.0f}/s): p50 {percentile(paced, 0.5) * 1000:.1f} ms, "
-                  f"p99 {percentile(paced, 0.99) * 1000:.1f} ms  (target p99 <= 50 ms)")
+    console.print(
+        f"at half of peak ({ours_rate / 2:.0f}/s): p50 {percentile(paced, 0.5) * 1000:.1f} ms, "
+        f"p99 {percentile(paced, 0.99) * 1000:.1f} ms  (target p99 <= 50 ms)"
+    )
     console.print(f"rows stored: {stored} of {expected} accepted  (lost: {expected - stored})")
 
 

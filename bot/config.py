@@ -1,4 +1,4 @@
-"""Settings: the only place that reads the environment. Every variable starts with ``REPAIRBOT_``."""
+"""Settings: the only place that reads the environment. Variables start with ``REPAIRBOT_``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PLACEHOLDER_SECRETS = frozenset({"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"})
+PLACEHOLDER_SECRETS = frozenset(
+    {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
+)
 
 
 class Settings(BaseSettings):
@@ -23,7 +25,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
     broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
     github_webhook_secret: SecretStr = SecretStr("dev-webhook-secret")
-    ci_token: SecretStr = Field(default=SecretStr("dev-ci-token"), description="Bearer token for CI")
+    ci_token: SecretStr = Field(
+        default=SecretStr("dev-ci-token"), description="Bearer token for CI"
+    )
     ci_pipeline_tokens: dict[str, SecretStr] = Field(
         default_factory=dict, description='Per-pipeline tokens, JSON: {"L0_MergeRequest_PR": "..."}'
     )
@@ -39,7 +43,8 @@ class Settings(BaseSettings):
     task_max_retries: int = 5
     public_url: str = "http://127.0.0.1:8000"
     test_pause_file: Path | None = Field(
-        default=None, description="Tests only: a repair waits before opening its PR while this exists"
+        default=None,
+        description="Tests only: a repair waits before opening its PR while this exists",
     )
 
     @field_validator("ci_pipeline_tokens", mode="before")
@@ -57,7 +62,8 @@ class Settings(BaseSettings):
                 ("REPAIRBOT_GITHUB_WEBHOOK_SECRET", self.github_webhook_secret),
                 ("REPAIRBOT_CI_TOKEN", self.ci_token),
             )
-            if secret.get_secret_value() in PLACEHOLDER_SECRETS or len(secret.get_secret_value()) < 16
+            if secret.get_secret_value() in PLACEHOLDER_SECRETS
+            or len(secret.get_secret_value()) < 16
         ]
         if weak:
             raise ValueError(
@@ -82,7 +88,11 @@ class Settings(BaseSettings):
             return {}
         folder = (self.data_dir / "broker").resolve()
         folder.mkdir(parents=True, exist_ok=True)
-        return {"data_folder_in": str(folder), "data_folder_out": str(folder), "polling_interval": 0.1}
+        return {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "polling_interval": 0.1,
+        }
 
     @property
     def worktrees_dir(self) -> Path:

@@ -15,7 +15,15 @@ import httpx
 from bot.forge.git import commit_all, git
 
 LEGACY_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "legacy_workers"
-TERMINAL = {"pr_opened", "verified", "failed", "no_fix_needed", "duplicate", "unclassified", "error"}
+TERMINAL = {
+    "pr_opened",
+    "verified",
+    "failed",
+    "no_fix_needed",
+    "duplicate",
+    "unclassified",
+    "error",
+}
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,9 @@ def build_target(destination: Path, source: Path = LEGACY_FIXTURE) -> str:
     """Copy ``source`` into a new git repository at ``destination``; returns the commit SHA."""
     if not source.is_dir():
         raise FileNotFoundError(f"demo fixture not found: {source} (run from a repairbot checkout)")
-    shutil.copytree(source, destination, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    shutil.copytree(
+        source, destination, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    )
     git(destination, "init", "--quiet", "--initial-branch", "main")
     return commit_all(destination, "Pre-contract speculative workers")
 
@@ -39,25 +49,47 @@ def run_tests(repo: Path, *, python: str = sys.executable, timeout_s: float = 60
     """Run the target's pytest suite in a subprocess, as its CI would."""
     result = subprocess.run(
         [python, "-m", "pytest", "-p", "no:cacheprovider", "-rfE", "--color=no"],
-        cwd=repo, capture_output=True, timeout=timeout_s,
+        cwd=repo,
+        capture_output=True,
+        timeout=timeout_s,
     )
     return TestRun(result.returncode, result.stdout + result.stderr)
 
 
-def post_failure(client: httpx.Client, *, token: str, repo: Path, head_sha: str, console: bytes,
-                 build_number: int, stage: str = "H100_PCIe-PyTorch-1") -> dict[str, Any]:
+def post_failure(
+    client: httpx.Client,
+    *,
+    token: str,
+    repo: Path,
+    head_sha: str,
+    console: bytes,
+    build_number: int,
+    stage: str = "H100_PCIe-PyTorch-1",
+) -> dict[str, Any]:
     """Post a console log to the service as a Jenkins pipeline would."""
-    params = {"pipeline": "repairbot-demo", "build_number": build_number, "repository": str(repo),
-              "head_sha": head_sha, "base_ref": "main", "stage": stage,
-              "build_url": f"http://jenkins.invalid/job/repairbot-demo/{build_number}/"}
-    response = client.post("/api/v1/ci-failures", params=params, content=console,
-                           headers={"Authorization": f"Bearer {token}"})
+    params: dict[str, str | int] = {
+        "pipeline": "repairbot-demo",
+        "build_number": build_number,
+        "repository": str(repo),
+        "head_sha": head_sha,
+        "base_ref": "main",
+        "stage": stage,
+        "build_url": f"http://jenkins.invalid/job/repairbot-demo/{build_number}/",
+    }
+    response = client.post(
+        "/api/v1/ci-failures",
+        params=params,
+        content=console,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     response.raise_for_status()
     answer: dict[str, Any] = response.json()
     return answer
 
 
-def wait_for_runs(client: httpx.Client, report_url: str, *, timeout_s: float = 120) -> dict[str, Any]:
+def wait_for_runs(
+    client: httpx.Client, report_url: str, *, timeout_s: float = 120
+) -> dict[str, Any]:
     """Poll a report until every run reached a terminal state; returns the report."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -66,5 +98,7 @@ def wait_for_runs(client: httpx.Client, report_url: str, *, timeout_s: float = 1
         if runs and all(run["state"] in TERMINAL for run in runs):
             return report
         if time.monotonic() > deadline:
-            raise TimeoutError(f"runs still in progress after {timeout_s}s: {[r['state'] for r in runs]}")
+            raise TimeoutError(
+                f"runs still in progress after {timeout_s}s: {[r['state'] for r in runs]}"
+            )
         time.sleep(0.1)

@@ -31,7 +31,9 @@ def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
     if contracts:
         signatures = [f.signature for f in fixable]
         preferred = "contract-forward-override"
-        signature = preferred if preferred in signatures else (signatures[0] if signatures else "contract")
+        signature = (
+            preferred if preferred in signatures else (signatures[0] if signatures else "contract")
+        )
         return [
             PlannedRun(
                 root_cause=contract.describe(),
@@ -66,10 +68,19 @@ def contract_from_dict(data: dict[str, Any]) -> Contract:
     return Contract(**{**data, "metadata_params": tuple(data.get("metadata_params", ()))})
 
 
-def dedupe_key(*, repository: str, base_ref: str | None, contract: Contract, violations: Iterable[str]) -> str:
+def dedupe_key(
+    *, repository: str, base_ref: str | None, contract: Contract, violations: Iterable[str]
+) -> str:
     """Same repository, base branch, contract and violations → same key → one PR."""
     material = json.dumps(
-        [repository, base_ref or "", contract.base, contract.forbidden, contract.hook, sorted(set(violations))]
+        [
+            repository,
+            base_ref or "",
+            contract.base,
+            contract.forbidden,
+            contract.hook,
+            sorted(set(violations)),
+        ]
     )
     return hashlib.sha256(material.encode()).hexdigest()
 

@@ -72,4 +72,8 @@ def _truncate(url: str) -> None:
     from bot.db.session import engine_for
 
     with engine_for(url).begin() as connection:
-        connection.execute(text("TRUNCATE transitions, repair_runs, fixes, reports, deliveries RESTART IDENTITY CASCADE"))
+        connection.execute(
+            text(
+                "TRUNCATE transitions, repair_runs, fixes, reports, deliveries RESTART IDENTITY CASCADE"
+            )
+        )

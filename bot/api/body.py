@@ -15,6 +15,8 @@ async def read_capped_body(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"body larger than {limit} bytes")
+            raise HTTPException(
+                status.HTTP_413_CONTENT_TOO_LARGE, f"body larger than {limit} bytes"
+            )
         chunks.append(chunk)
     return b"".join(chunks)

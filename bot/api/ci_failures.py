@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hmac
-from uuid import uuid4
 from io import BytesIO
 from typing import Annotated, Any
+from uuid import uuid4
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
@@ -40,8 +40,13 @@ class ReportMetadata(BaseModel):
     stage: str | None = Field(default=None, max_length=200)
 
 
-def _authenticate(settings: Settings, body: bytes, pipeline: str | None,
-                  authorization: str | None, signature: str | None) -> None:
+def _authenticate(
+    settings: Settings,
+    body: bytes,
+    pipeline: str | None,
+    authorization: str | None,
+    signature: str | None,
+) -> None:
     """A per-pipeline token, the shared CI token, or an HMAC of the body."""
     if authorization and authorization.startswith("Bearer "):
         token = authorization.removeprefix("Bearer ").strip().encode()
@@ -50,11 +55,18 @@ def _authenticate(settings: Settings, body: bytes, pipeline: str | None,
             candidates = [settings.ci_pipeline_tokens[pipeline]]
         if any(hmac.compare_digest(token, c.get_secret_value().encode()) for c in candidates):
             return
-    if signature and settings.ci_hmac_secret is not None:
-        if is_valid(settings.ci_hmac_secret.get_secret_value().encode(), body, signature):
-            return
-    raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong CI credentials",
-                        headers={"WWW-Authenticate": "Bearer"})
+    hmac_key = settings.ci_hmac_secret
+    if (
+        signature
+        and hmac_key is not None
+        and is_valid(hmac_key.get_secret_value().encode(), body, signature)
+    ):
+        return
+    raise HTTPException(
+        status.HTTP_401_UNAUTHORIZED,
+        "missing or wrong CI credentials",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
 
 
 @router.post("/api/v1/ci-failures", status_code=status.HTTP_202_ACCEPTED)
@@ -71,29 +83,46 @@ async def post_ci_failure(
     _authenticate(settings, body, meta.pipeline, authorization, x_repairbot_signature_256)
     try:
         parsed: FailureReport = await run_in_threadpool(
-            read_report, BytesIO(body), format=meta.format, stage=meta.stage)
+            read_report, BytesIO(body), format=meta.format, stage=meta.stage
+        )
     except IntakeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     report = _report_row(parsed, meta, idempotency_key)
     if meta.pipeline and report.pipeline != meta.pipeline:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ")
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ"
+        )
     answer, code = await run_in_threadpool(_store, settings, report, body)
     return JSONResponse(answer, code)
 
 
 def _store(settings: Settings, report: Report, body: bytes) -> tuple[dict[str, Any], int]:
     with session_scope(settings.resolved_database_url) as session:
-        earlier = find_report(session, idempotency_key=report.idempotency_key, pipeline=report.pipeline,
-                              build_number=report.build_number)
+        earlier = find_report(
+            session,
+            idempotency_key=report.idempotency_key,
+            pipeline=report.pipeline,
+            build_number=report.build_number,
+        )
         if earlier is not None:
             return _answer(earlier, duplicate=True), status.HTTP_200_OK
         key = report.idempotency_key or (
             f"{report.pipeline}#{report.build_number}"
-            if report.pipeline and report.build_number is not None else None)
-        delivery = insert_delivery(session, source="ci", key=f"ci:{key or uuid4()}",
-                                   event="ci_failure", action=None, body=body)
+            if report.pipeline and report.build_number is not None
+            else None
+        )
+        delivery = insert_delivery(
+            session,
+            source="ci",
+            key=f"ci:{key or uuid4()}",
+            event="ci_failure",
+            action=None,
+            body=body,
+        )
         if delivery is None:
-            raise HTTPException(status.HTTP_409_CONFLICT, "the same report is being stored right now; retry")
+            raise HTTPException(
+                status.HTTP_409_CONFLICT, "the same report is being stored right now; retry"
+            )
         session.flush()
         report.delivery_id = delivery.id
         session.add(report)

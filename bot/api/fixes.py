@@ -17,8 +17,13 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def _run_json(run: RepairRun) -> dict[str, Any]:
     return {
-        "id": run.id, "root_cause": run.root_cause, "signature": run.signature, "state": run.state,
-        "reason": run.reason, "attempts": run.attempts, "fix_id": run.fix_id,
+        "id": run.id,
+        "root_cause": run.root_cause,
+        "signature": run.signature,
+        "state": run.state,
+        "reason": run.reason,
+        "attempts": run.attempts,
+        "fix_id": run.fix_id,
         "updated_at": run.updated_at.isoformat(),
         "transitions": [
             {"from": t.from_state, "to": t.to_state, "reason": t.reason, "at": t.at.isoformat()}
@@ -29,9 +34,15 @@ def _run_json(run: RepairRun) -> dict[str, Any]:
 
 def _report_json(report: Report, *, detail: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": report.id, "pipeline": report.pipeline, "build_number": report.build_number,
-        "build_url": report.build_url, "repository": report.repository, "pr_number": report.pr_number,
-        "head_sha": report.head_sha, "format": report.format, "failure_count": report.failure_count,
+        "id": report.id,
+        "pipeline": report.pipeline,
+        "build_number": report.build_number,
+        "build_url": report.build_url,
+        "repository": report.repository,
+        "pr_number": report.pr_number,
+        "head_sha": report.head_sha,
+        "format": report.format,
+        "failure_count": report.failure_count,
         "received_at": report.received_at.isoformat(),
         "classified_at": report.classified_at.isoformat() if report.classified_at else None,
         "top_errors": [f.get("message", "") for f in report.findings[:5]],
@@ -45,10 +56,21 @@ def _report_json(report: Report, *, detail: bool) -> dict[str, Any]:
 
 def _fix_json(fix: Fix, *, detail: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": fix.id, "forge": fix.forge, "repository": fix.repository, "number": fix.number,
-        "url": fix.url, "title": fix.title, "signature": fix.signature, "state": fix.state,
-        "branch": fix.branch, "base_ref": fix.base_ref, "base_sha": fix.base_sha, "head_sha": fix.head_sha,
-        "files": fix.files, "violations": fix.violations, "created_at": fix.created_at.isoformat(),
+        "id": fix.id,
+        "forge": fix.forge,
+        "repository": fix.repository,
+        "number": fix.number,
+        "url": fix.url,
+        "title": fix.title,
+        "signature": fix.signature,
+        "state": fix.state,
+        "branch": fix.branch,
+        "base_ref": fix.base_ref,
+        "base_sha": fix.base_sha,
+        "head_sha": fix.head_sha,
+        "files": fix.files,
+        "violations": fix.violations,
+        "created_at": fix.created_at.isoformat(),
         "runs": [run.id for run in fix.runs],
     }
     if detail:
@@ -57,12 +79,18 @@ def _fix_json(fix: Fix, *, detail: bool) -> dict[str, Any]:
 
 
 @router.get("/failures")
-def list_failures(session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 100,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+def list_failures(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[dict[str, Any]]:
     """Every failure report received, newest first, unclassified ones included."""
     reports = session.scalars(
-        select(Report).options(selectinload(Report.runs).selectinload(RepairRun.transitions))
-        .order_by(Report.id.desc()).limit(limit).offset(offset)
+        select(Report)
+        .options(selectinload(Report.runs).selectinload(RepairRun.transitions))
+        .order_by(Report.id.desc())
+        .limit(limit)
+        .offset(offset)
     ).all()
     return [_report_json(report, detail=False) for report in reports]
 
@@ -77,14 +105,19 @@ def get_report(report_id: int, session: SessionDep) -> dict[str, Any]:
 
 
 @router.get("/fixes")
-def list_fixes(session: SessionDep, state: str | None = None,
-               limit: Annotated[int, Query(ge=1, le=500)] = 100,
-               offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+def list_fixes(
+    session: SessionDep,
+    state: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[dict[str, Any]]:
     """Every fix PR, newest first; ``state`` filters (open, merged, closed, superseded)."""
     query = select(Fix).options(selectinload(Fix.runs)).order_by(Fix.id.desc())
     if state:
         query = query.where(Fix.state == state)
-    return [_fix_json(fix, detail=False) for fix in session.scalars(query.limit(limit).offset(offset))]
+    return [
+        _fix_json(fix, detail=False) for fix in session.scalars(query.limit(limit).offset(offset))
+    ]
 
 
 @router.get("/fixes/{fix_id}")

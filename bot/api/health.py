@@ -25,5 +25,7 @@ def readyz(session: Annotated[Session, Depends(get_session)]) -> dict[str, str]:
     try:
         version = session.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
     except Exception as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"database not ready: {exc}") from exc
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"database not ready: {exc}"
+        ) from exc
     return {"status": "ready", "schema": str(version)}

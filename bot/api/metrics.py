@@ -35,10 +35,12 @@ class DatabaseCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """Yield the metric families for one scrape."""
-        deliveries = GaugeMetricFamily("repairbot_deliveries", "Deliveries stored",
-                                       labels=["source", "event", "outcome"])
-        for source, event, outcome, count in count_by(self._session, Delivery.id, Delivery.source,
-                                                      Delivery.event, Delivery.outcome):
+        deliveries = GaugeMetricFamily(
+            "repairbot_deliveries", "Deliveries stored", labels=["source", "event", "outcome"]
+        )
+        for source, event, outcome, count in count_by(
+            self._session, Delivery.id, Delivery.source, Delivery.event, Delivery.outcome
+        ):
             deliveries.add_metric([source, event, outcome], count)
         yield deliveries
         runs = GaugeMetricFamily("repairbot_runs", "Repair runs by state", labels=["state"])
@@ -53,7 +55,8 @@ class DatabaseCollector(Collector):
         rows = self._session.execute(
             select(Transition.to_state, Transition.at, RepairRun.created_at)
             .join(RepairRun, RepairRun.id == Transition.run_id)
-            .order_by(Transition.id.desc()).limit(RECENT)
+            .order_by(Transition.id.desc())
+            .limit(RECENT)
         ).all()
         totals: dict[str, list[float]] = defaultdict(list)
         for state, at, created in rows:

@@ -37,22 +37,42 @@ async def github_webhook(
     if not is_valid(secret, body, x_hub_signature_256):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong X-Hub-Signature-256")
     if not x_github_event or not x_github_delivery:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required")
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required"
+        )
     payload = _parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
     # Database work runs in a worker thread: a blocking SQLite lock wait must never stall the loop.
     answer, code = await run_in_threadpool(
-        _store, settings, event=x_github_event[:64], delivery_id=x_github_delivery[:150],
-        action=action, body=body, zen=payload.get("zen"),
+        _store,
+        settings,
+        event=x_github_event[:64],
+        delivery_id=x_github_delivery[:150],
+        action=action,
+        body=body,
+        zen=payload.get("zen"),
     )
     return JSONResponse(answer, code)
 
 
-def _store(settings: Settings, *, event: str, delivery_id: str, action: str | None, body: bytes,
-           zen: object) -> tuple[dict[str, Any], int]:
+def _store(
+    settings: Settings,
+    *,
+    event: str,
+    delivery_id: str,
+    action: str | None,
+    body: bytes,
+    zen: object,
+) -> tuple[dict[str, Any], int]:
     with session_scope(settings.resolved_database_url) as session:
-        delivery = insert_delivery(session, source="github", key=f"github:{delivery_id}",
-                                   event=event, action=action, body=body)
+        delivery = insert_delivery(
+            session,
+            source="github",
+            key=f"github:{delivery_id}",
+            event=event,
+            action=action,
+            body=body,
+        )
         if delivery is None:
             return {"status": "duplicate", "delivery": delivery_id}, status.HTTP_200_OK
         if event == "ping":
@@ -72,19 +92,25 @@ def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"body is not UTF-8 (byte {exc.start})") from exc
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST, f"body is not UTF-8 (byte {exc.start})"
+        ) from exc
     if media == "application/x-www-form-urlencoded":
         fields = parse_qs(text, max_num_fields=100)
         if "payload" not in fields:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, "form body without a payload field")
         text = fields["payload"][0]
     elif media not in ("application/json", ""):
-        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, f"unsupported content type {media!r}")
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, f"unsupported content type {media!r}"
+        )
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST,
-                            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST,
+            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+        ) from exc
     except RecursionError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "JSON nested too deeply") from exc
     if not isinstance(payload, dict):

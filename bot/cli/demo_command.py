@@ -18,7 +18,9 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     url: Annotated[str, typer.Option(help="The running service")] = "http://127.0.0.1:8000",
-    workdir: Annotated[Path | None, typer.Option(help="Where to build the target repository")] = None,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where to build the target repository")
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the repair")] = 300,
 ) -> None:
     """Build the legacy target, make its tests fail for real, post the failure, show the PR."""
@@ -38,14 +40,22 @@ def demo(
         before = run_tests(target)
     console.print(f"target {escape(str(target))} at {head[:12]}: pytest exit {before.returncode}")
     with httpx.Client(base_url=url, timeout=30) as client:
-        answer = post_failure(client, token=settings.ci_token.get_secret_value(), repo=target,
-                              head_sha=head, console=before.console, build_number=stamp)
+        answer = post_failure(
+            client,
+            token=settings.ci_token.get_secret_value(),
+            repo=target,
+            head_sha=head,
+            console=before.console,
+            build_number=stamp,
+        )
         console.print(f"posted the failure: report {answer['report_id']} ({url}{answer['url']})")
         with console.status("waiting for the repair"):
             report = wait_for_runs(client, answer["url"], timeout_s=timeout)
         for finding in report["findings"]:
-            console.print(f"  found {finding['signature']} {escape(str(finding.get('class_name')))} "
-                          f"({finding['test_count']} test(s))")
+            console.print(
+                f"  found {finding['signature']} {escape(str(finding.get('class_name')))} "
+                f"({finding['test_count']} test(s))"
+            )
         for run in report["runs"]:
             console.print(f"  run {run['id']}: {run['state']} — {escape(run['reason'])}")
             if run["fix_id"]:

@@ -16,7 +16,9 @@ def register(app: typer.Typer) -> None:
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
-    worker: Annotated[bool, typer.Option("--worker/--no-worker", help="Run the in-process worker")] = True,
+    worker: Annotated[
+        bool, typer.Option("--worker/--no-worker", help="Run the in-process worker")
+    ] = True,
 ) -> None:
     """Serve the webhook API; by default also run the worker and reconciler in this process."""
     import threading

@@ -13,7 +13,9 @@ def register(app: typer.Typer) -> None:
 
 
 def worker(
-    queues: Annotated[str, typer.Option("-Q", "--queues", help="Comma-separated queues")] = "repair",
+    queues: Annotated[
+        str, typer.Option("-Q", "--queues", help="Comma-separated queues")
+    ] = "repair",
     concurrency: Annotated[int, typer.Option("-c", "--concurrency", help="Worker processes")] = 1,
     hostname: Annotated[str | None, typer.Option("-n", "--hostname", help="Node name")] = None,
 ) -> None:
@@ -26,8 +28,19 @@ def worker(
     settings = get_settings()
     upgrade(settings.resolved_database_url)
     configure_celery(settings)
-    argv = ["worker", "-Q", queues, "-c", str(concurrency), "--loglevel", "INFO",
-            "--pool", "solo" if concurrency == 1 else "prefork", "--without-gossip", "--without-mingle"]
+    argv = [
+        "worker",
+        "-Q",
+        queues,
+        "-c",
+        str(concurrency),
+        "--loglevel",
+        "INFO",
+        "--pool",
+        "solo" if concurrency == 1 else "prefork",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     if hostname:
         argv += ["-n", hostname]
     celery_app.worker_main(argv)

@@ -70,8 +70,10 @@ def open_fix_with_key(session: Session, *, dedupe_key: str) -> Fix | None:
     )
 
 
-def stale_runs(session: Session, *, older_than: timedelta, now: datetime | None = None) -> Sequence[RepairRun]:
-    """Runs left in a non-terminal state for longer than ``older_than`` (a crash, a lost message)."""
+def stale_runs(
+    session: Session, *, older_than: timedelta, now: datetime | None = None
+) -> Sequence[RepairRun]:
+    """Runs left in a non-terminal state longer than ``older_than`` (a crash, a lost message)."""
     cutoff = (now or utcnow()) - older_than
     live = [state.value for state in RunState if state not in TERMINAL_STATES]
     return session.scalars(

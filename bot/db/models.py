@@ -1,10 +1,10 @@
-"""The database is the source of truth: every delivery, report, repair run, transition and fix PR."""
+"""The source of truth: every delivery, report, repair run, transition and fix PR."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -29,7 +29,7 @@ def utcnow() -> datetime:
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class RunState(StrEnum):
@@ -55,8 +55,15 @@ class RunState(StrEnum):
 
 
 TERMINAL_STATES = frozenset(
-    {RunState.PR_OPENED, RunState.VERIFIED, RunState.FAILED, RunState.NO_FIX_NEEDED,
-     RunState.DUPLICATE, RunState.UNCLASSIFIED, RunState.ERROR}
+    {
+        RunState.PR_OPENED,
+        RunState.VERIFIED,
+        RunState.FAILED,
+        RunState.NO_FIX_NEEDED,
+        RunState.DUPLICATE,
+        RunState.UNCLASSIFIED,
+        RunState.ERROR,
+    }
 )
 
 
@@ -88,7 +95,9 @@ class Report(Base):
     """A CI failure report and what the classifier found in it."""
 
     __tablename__ = "reports"
-    __table_args__ = (UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),)
+    __table_args__ = (
+        UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id"))

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event

@@ -7,8 +7,12 @@ import subprocess
 from pathlib import Path
 
 GIT_TIMEOUT_S = 120
-_AUTHOR = {"GIT_AUTHOR_NAME": "repairbot", "GIT_AUTHOR_EMAIL": "repairbot@localhost",
-           "GIT_COMMITTER_NAME": "repairbot", "GIT_COMMITTER_EMAIL": "repairbot@localhost"}
+_AUTHOR = {
+    "GIT_AUTHOR_NAME": "repairbot",
+    "GIT_AUTHOR_EMAIL": "repairbot@localhost",
+    "GIT_COMMITTER_NAME": "repairbot",
+    "GIT_COMMITTER_EMAIL": "repairbot@localhost",
+}
 
 
 class GitError(RuntimeError):
@@ -19,7 +23,11 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
     """Run ``git -C repo args...`` and return its stdout."""
     env = {**os.environ, **_AUTHOR, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     result = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, env=env
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        env=env,
     )
     if check and result.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")

@@ -1,4 +1,4 @@
-"""The local forge: target repositories are git repositories on disk; a PR is a branch plus a row."""
+"""The local forge: targets are git repositories on disk; a PR is a branch plus a database row."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def resolve_local_repository(spec: str | None, allowed_roots: list[Path]) -> Loc
     raw = unquote(urlparse(spec).path) if spec.startswith("file://") else spec
     path = Path(raw).expanduser()
     if not path.is_absolute():
-        raise RepositoryRefused(f"repository {spec!r} is neither an absolute path nor a file:// URL")
+        raise RepositoryRefused(
+            f"repository {spec!r} is neither an absolute path nor a file:// URL"
+        )
     path = path.resolve()
     if allowed_roots and not any(path.is_relative_to(root.resolve()) for root in allowed_roots):
         raise RepositoryRefused(f"repository {path} is outside the allowed roots")

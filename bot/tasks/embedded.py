@@ -17,8 +17,14 @@ def start_embedded_worker(settings: Settings) -> threading.Thread:
     """A Celery worker consuming the repair queue in a daemon thread of this process."""
     configure_celery(settings)
     worker = celery_app.Worker(
-        pool="solo", queues=["repair"], loglevel="WARNING", redirect_stdouts=False, quiet=True,
-        without_heartbeat=True, without_mingle=True, without_gossip=True,
+        pool="solo",
+        queues=["repair"],
+        loglevel="WARNING",
+        redirect_stdouts=False,
+        quiet=True,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
     )
     thread = threading.Thread(target=worker.start, name="repairbot-worker", daemon=True)
     thread.start()

@@ -24,7 +24,12 @@ def reconcile_once(settings: Settings) -> int:
             sent += 1
         for run in stale_runs(session, older_than=older_than):
             if run.attempts >= settings.task_max_retries:
-                move_run(session, run=run, to=RunState.ERROR, reason=f"gave up after {run.attempts} attempts")
+                move_run(
+                    session,
+                    run=run,
+                    to=RunState.ERROR,
+                    reason=f"gave up after {run.attempts} attempts",
+                )
                 continue
             run.updated_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, "repairbot.repair", run.id)

@@ -9,9 +9,9 @@ unique index on open fixes refuses a second PR for the same violations.
 from __future__ import annotations
 
 import time
-from uuid import uuid4
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import uuid4
 
 from sqlalchemy.exc import IntegrityError
 
@@ -51,12 +51,20 @@ def _start(settings: Settings, run_id: int) -> RunContext | None:
             return None
         run.attempts += 1
         report = run.report
-        classes = sorted({f["class_name"] for f in report.findings if f.get("class_name") and f.get("fixer")})
+        classes = sorted(
+            {f["class_name"] for f in report.findings if f.get("class_name") and f.get("fixer")}
+        )
         tests = sorted({t for f in report.findings if f.get("fixer") for t in f.get("tests", [])})
         return RunContext(
-            run_id=run.id, signature=run.signature, contract=dict(run.contract),
-            repository=report.repository, commit=report.head_sha or report.base_sha or report.base_ref or "HEAD",
-            base_ref=report.base_ref, build_url=report.build_url, classes=classes, tests=tests,
+            run_id=run.id,
+            signature=run.signature,
+            contract=dict(run.contract),
+            repository=report.repository,
+            commit=report.head_sha or report.base_sha or report.base_ref or "HEAD",
+            base_ref=report.base_ref,
+            build_url=report.build_url,
+            classes=classes,
+            tests=tests,
         )
 
 
@@ -89,36 +97,71 @@ def repair(self: RepairbotTask, run_id: int) -> None:
         remove_worktree(repository.path, worktree)
 
 
-def _repair_in(settings: Settings, context: RunContext, repo: Path, worktree: Path, base_sha: str) -> None:
+def _repair_in(
+    settings: Settings, context: RunContext, repo: Path, worktree: Path, base_sha: str
+) -> None:
     contract = contract_from_dict(context.contract)
     result = fix(worktree, [contract], imports=True)
     violations = result.report.violations
-    _move(settings, context.run_id, RunState.SWEPT, f"{len(violations)} violation(s) at {base_sha[:12]}")
+    _move(
+        settings,
+        context.run_id,
+        RunState.SWEPT,
+        f"{len(violations)} violation(s) at {base_sha[:12]}",
+    )
     if not result.changes:
         reason = "no violations of the contract at the failing commit"
         if violations:
-            reason = "violations found, none fixable automatically: " + "; ".join(
-                f"{v.location()} {v.class_qualname} ({v.kind})" for v in violations)[:2000]
-        _move(settings, context.run_id, RunState.NO_FIX_NEEDED if not violations else RunState.FAILED, reason)
+            reason = (
+                "violations found, none fixable automatically: "
+                + "; ".join(f"{v.location()} {v.class_qualname} ({v.kind})" for v in violations)[
+                    :2000
+                ]
+            )
+        _move(
+            settings,
+            context.run_id,
+            RunState.NO_FIX_NEEDED if not violations else RunState.FAILED,
+            reason,
+        )
         return
     written = write_changes(worktree, result)
     if not written:
-        _move(settings, context.run_id, RunState.FAILED,
-              "no change passed its safety evidence: " + "; ".join(s.reason for s in result.skips)[:2000])
+        _move(
+            settings,
+            context.run_id,
+            RunState.FAILED,
+            "no change passed its safety evidence: "
+            + "; ".join(s.reason for s in result.skips)[:2000],
+        )
         return
     _move(settings, context.run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
     _pause_for_tests(settings)
     identities = [f"{v.kind}:{v.class_qualname}:{v.path}" for v in violations if v.fix is not None]
-    key = dedupe_key(repository=str(repo), base_ref=context.base_ref, contract=contract, violations=identities)
-    text = compose(contract=contract, result=result, signature=context.signature,
-                   classes_in_log=context.classes, tests=context.tests, build_url=context.build_url,
-                   base_sha=base_sha, repo_root=worktree)
+    key = dedupe_key(
+        repository=str(repo), base_ref=context.base_ref, contract=contract, violations=identities
+    )
+    text = compose(
+        contract=contract,
+        result=result,
+        signature=context.signature,
+        classes_in_log=context.classes,
+        tests=context.tests,
+        build_url=context.build_url,
+        base_sha=base_sha,
+        repo_root=worktree,
+    )
     with session_scope(settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, context.run_id)
         existing = open_fix_with_key(session, dedupe_key=key)
         if existing is not None:
             run.fix_id = existing.id
-            move_run(session, run=run, to=RunState.DUPLICATE, reason=f"fix #{existing.id} already covers it")
+            move_run(
+                session,
+                run=run,
+                to=RunState.DUPLICATE,
+                reason=f"fix #{existing.id} already covers it",
+            )
             return
     head = commit_all(worktree, text.commit_message)
     branch = branch_name(context.signature, key)
@@ -126,15 +169,33 @@ def _repair_in(settings: Settings, context: RunContext, repo: Path, worktree: Pa
     _record_fix(settings, context, repo, key, branch, base_sha, head, text, result)
 
 
-def _record_fix(settings: Settings, context: RunContext, repo: Path, key: str, branch: str,
-                base_sha: str, head: str, text: PullRequestText, result: FixResult) -> None:
+def _record_fix(
+    settings: Settings,
+    context: RunContext,
+    repo: Path,
+    key: str,
+    branch: str,
+    base_sha: str,
+    head: str,
+    text: PullRequestText,
+    result: FixResult,
+) -> None:
     with session_scope(settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, context.run_id)
         fix_row = Fix(
-            forge="local", repository=str(repo), dedupe_key=key, signature=context.signature,
-            base_ref=context.base_ref, base_sha=base_sha, branch=branch, head_sha=head,
-            title=text.title, body=text.body, files=[c.path for c in result.changes],
-            violations=fixed_violations(result), diff=diff(repo, base_sha, head),
+            forge="local",
+            repository=str(repo),
+            dedupe_key=key,
+            signature=context.signature,
+            base_ref=context.base_ref,
+            base_sha=base_sha,
+            branch=branch,
+            head_sha=head,
+            title=text.title,
+            body=text.body,
+            files=[c.path for c in result.changes],
+            violations=fixed_violations(result),
+            diff=diff(repo, base_sha, head),
         )
         if RunState(run.state).terminal:
             return  # a duplicate delivery of this task finished the run first
@@ -144,7 +205,12 @@ def _record_fix(settings: Settings, context: RunContext, repo: Path, key: str, b
         except IntegrityError:
             existing = open_fix_with_key(session, dedupe_key=key)
             run.fix_id = existing.id if existing else None
-            move_run(session, run=run, to=RunState.DUPLICATE, reason="another run opened the same fix first")
+            move_run(
+                session,
+                run=run,
+                to=RunState.DUPLICATE,
+                reason="another run opened the same fix first",
+            )
             return
         fix_row.number = fix_row.id
         fix_row.url = f"{settings.public_url}/fixes/{fix_row.id}"

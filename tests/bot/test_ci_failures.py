@@ -28,27 +28,46 @@ def client(settings):
 
 def _counts(settings) -> tuple[int, int]:
     with session_scope(settings.resolved_database_url) as session:
-        return session.scalar(select(func.count(Report.id))), session.scalar(select(func.count(Delivery.id)))
+        return session.scalar(select(func.count(Report.id))), session.scalar(
+            select(func.count(Delivery.id))
+        )
 
 
 def _analysis(build: int = 7) -> bytes:
-    return json.dumps({
-        "pipeline": "L0_MergeRequest_PR", "build_number": build, "repository": "/srv/repos/trtllm",
-        "head_sha": "abcdef1234567", "stages": [{"name": "H100_PCIe-PyTorch-1", "result": "FAILURE"}],
-        "failures": [{"test": "tests/test_a.py", "stage": "H100_PCIe-PyTorch-1",
-                      "error_details": "TypeError: W must not override SpecWorkerBase.forward; implement _forward_impl instead."}],
-    }).encode()
+    return json.dumps(
+        {
+            "pipeline": "L0_MergeRequest_PR",
+            "build_number": build,
+            "repository": "/srv/repos/trtllm",
+            "head_sha": "abcdef1234567",
+            "stages": [{"name": "H100_PCIe-PyTorch-1", "result": "FAILURE"}],
+            "failures": [
+                {
+                    "test": "tests/test_a.py",
+                    "stage": "H100_PCIe-PyTorch-1",
+                    "error_details": "TypeError: W must not override SpecWorkerBase.forward; implement _forward_impl instead.",
+                }
+            ],
+        }
+    ).encode()
 
 
 def test_console_log_with_metadata_in_the_query(client, settings):
-    response = client.post("/api/v1/ci-failures?pipeline=L0_MergeRequest_PR&build_number=11"
-                           "&repository=/srv/repos/x&head_sha=abcdef1&stage=H100_PCIe-PyTorch-1",
-                           content=CONSOLE, headers=AUTH)
+    response = client.post(
+        "/api/v1/ci-failures?pipeline=L0_MergeRequest_PR&build_number=11"
+        "&repository=/srv/repos/x&head_sha=abcdef1&stage=H100_PCIe-PyTorch-1",
+        content=CONSOLE,
+        headers=AUTH,
+    )
     assert response.status_code == 202, response.text
     body = response.json()
     assert body["url"] == f"/api/v1/reports/{body['report_id']}" and body["duplicate"] is False
     report = client.get(body["url"]).json()
-    assert (report["pipeline"], report["build_number"], report["format"]) == ("L0_MergeRequest_PR", 11, "console")
+    assert (report["pipeline"], report["build_number"], report["format"]) == (
+        "L0_MergeRequest_PR",
+        11,
+        "console",
+    )
     assert report["failure_count"] == 9
 
 
@@ -72,17 +91,26 @@ def test_per_pipeline_tokens(tmp_path):
     from bot.db.migrate import upgrade
     from tests.conftest import make_settings
 
-    settings = make_settings(tmp_path / "d", ci_pipeline_tokens={"nightly": "nightly-token-0123456789"})
+    settings = make_settings(
+        tmp_path / "d", ci_pipeline_tokens={"nightly": "nightly-token-0123456789"}
+    )
     upgrade(settings.resolved_database_url)
     with TestClient(create_app(settings)) as client:
-        ok = client.post("/api/v1/ci-failures?pipeline=nightly&build_number=1", content=CONSOLE,
-                         headers={"Authorization": "Bearer nightly-token-0123456789"})
+        ok = client.post(
+            "/api/v1/ci-failures?pipeline=nightly&build_number=1",
+            content=CONSOLE,
+            headers={"Authorization": "Bearer nightly-token-0123456789"},
+        )
         assert ok.status_code == 202
-        shared_token = client.post("/api/v1/ci-failures?pipeline=nightly&build_number=2", content=CONSOLE,
-                                   headers=AUTH)
+        shared_token = client.post(
+            "/api/v1/ci-failures?pipeline=nightly&build_number=2", content=CONSOLE, headers=AUTH
+        )
         assert shared_token.status_code == 401
-        other_pipeline = client.post("/api/v1/ci-failures?pipeline=other&build_number=1", content=CONSOLE,
-                                     headers={"Authorization": "Bearer nightly-token-0123456789"})
+        other_pipeline = client.post(
+            "/api/v1/ci-failures?pipeline=other&build_number=1",
+            content=CONSOLE,
+            headers={"Authorization": "Bearer nightly-token-0123456789"},
+        )
         assert other_pipeline.status_code == 401
 
 
@@ -94,15 +122,23 @@ def test_hmac_authentication(tmp_path):
     upgrade(settings.resolved_database_url)
     with TestClient(create_app(settings)) as client:
         body = _analysis(9)
-        good = client.post("/api/v1/ci-failures", content=body,
-                           headers={"X-Repairbot-Signature-256": sign(b"ci-hmac-secret-0123456789", body)})
+        good = client.post(
+            "/api/v1/ci-failures",
+            content=body,
+            headers={"X-Repairbot-Signature-256": sign(b"ci-hmac-secret-0123456789", body)},
+        )
         assert good.status_code == 202
-        bad = client.post("/api/v1/ci-failures", content=_analysis(10),
-                          headers={"X-Repairbot-Signature-256": sign(b"ci-hmac-secret-0123456789", body)})
+        bad = client.post(
+            "/api/v1/ci-failures",
+            content=_analysis(10),
+            headers={"X-Repairbot-Signature-256": sign(b"ci-hmac-secret-0123456789", body)},
+        )
         assert bad.status_code == 401
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": CI_TOKEN}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": CI_TOKEN}]
+)
 def test_unauthenticated_posts_store_nothing(client, settings, headers):
     assert client.post("/api/v1/ci-failures", content=CONSOLE, headers=headers).status_code == 401
     assert _counts(settings) == (0, 0)
@@ -131,8 +167,11 @@ def test_bad_query_parameters_are_422(client):
 
 
 def test_invalid_utf8_console_is_accepted_with_replacement(client):
-    response = client.post("/api/v1/ci-failures", content=CONSOLE.replace(b"TypeError", b"Type\xffError", 1),
-                           headers=AUTH)
+    response = client.post(
+        "/api/v1/ci-failures",
+        content=CONSOLE.replace(b"TypeError", b"Type\xffError", 1),
+        headers=AUTH,
+    )
     assert response.status_code == 202
 
 

@@ -19,10 +19,15 @@ def test_defaults_are_the_embedded_configuration(tmp_path, monkeypatch):
 
 def test_environment_variables_use_the_prefix(monkeypatch):
     monkeypatch.setenv("REPAIRBOT_DATABASE_URL", "postgresql+psycopg://db/repairbot")
-    monkeypatch.setenv("REPAIRBOT_CI_PIPELINE_TOKENS", '{"L0_MergeRequest_PR": "token-0123456789abcdef"}')
+    monkeypatch.setenv(
+        "REPAIRBOT_CI_PIPELINE_TOKENS", '{"L0_MergeRequest_PR": "token-0123456789abcdef"}'
+    )
     settings = Settings()
     assert settings.resolved_database_url == "postgresql+psycopg://db/repairbot"
-    assert settings.ci_pipeline_tokens["L0_MergeRequest_PR"].get_secret_value() == "token-0123456789abcdef"
+    assert (
+        settings.ci_pipeline_tokens["L0_MergeRequest_PR"].get_secret_value()
+        == "token-0123456789abcdef"
+    )
 
 
 @pytest.mark.parametrize("environment", ["test", "production"])

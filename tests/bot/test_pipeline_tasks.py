@@ -29,8 +29,11 @@ def use_settings(settings, monkeypatch):
 
 def _post(settings, body: bytes, query: str = "") -> int:
     with TestClient(create_app(settings)) as client:
-        response = client.post(f"/api/v1/ci-failures{query}", content=body,
-                               headers={"Authorization": f"Bearer {CI_TOKEN}"})
+        response = client.post(
+            f"/api/v1/ci-failures{query}",
+            content=body,
+            headers={"Authorization": f"Bearer {CI_TOKEN}"},
+        )
     assert response.status_code == 202, response.text
     return int(response.json()["report_id"])
 
@@ -45,9 +48,14 @@ def test_triage_creates_one_run_per_contract_and_is_rerunnable(use_settings):
         report = session.get_one(Report, report_id)
         assert report.classified_at is not None and report.failure_count == 9
         assert sorted(f["signature"] for f in report.findings) == [
-            "abstract-method-missing", "abstract-method-missing", "contract-forward-override"]
+            "abstract-method-missing",
+            "abstract-method-missing",
+            "contract-forward-override",
+        ]
         runs = report.runs
-        assert [(r.signature, r.state) for r in runs] == [("contract-forward-override", "classified")]
+        assert [(r.signature, r.state) for r in runs] == [
+            ("contract-forward-override", "classified")
+        ]
         assert runs[0].contract["base"] == "SpecWorkerBase"
 
 
@@ -69,8 +77,11 @@ def test_repair_refuses_repositories_outside_the_allowed_roots(use_settings, tmp
     repo = tmp_path / "elsewhere"
     head = build_target(repo)
     use_settings.repository_roots = [tmp_path / "allowed"]
-    report_id = _post(use_settings, (LOGS / "py312" / "contract_override.console.txt").read_bytes(),
-                      f"?repository={repo}&head_sha={head}")
+    report_id = _post(
+        use_settings,
+        (LOGS / "py312" / "contract_override.console.txt").read_bytes(),
+        f"?repository={repo}&head_sha={head}",
+    )
     triage.run(report_id)
     with session_scope(use_settings.resolved_database_url) as session:
         run_id = session.scalars(select(RepairRun.id).where(RepairRun.report_id == report_id)).one()
@@ -89,7 +100,9 @@ def test_terminal_states_are_final(use_settings):
         assert move_run(session, run=run, to=RunState.PR_OPENED, reason="done")
         assert not move_run(session, run=run, to=RunState.DUPLICATE, reason="late duplicate")
         assert run.state == "pr_opened"
-        assert len(session.scalars(select(Transition).where(Transition.run_id == run.id)).all()) == 1
+        assert (
+            len(session.scalars(select(Transition).where(Transition.run_id == run.id)).all()) == 1
+        )
 
 
 def test_reconciler_resends_stale_work_once_per_period(use_settings):
@@ -99,8 +112,13 @@ def test_reconciler_resends_stale_work_once_per_period(use_settings):
     with session_scope(use_settings.resolved_database_url) as session:
         report = session.get_one(Report, report_id)
         report.triage_sent_at = utcnow() - timedelta(seconds=60)
-        stale = RepairRun(report_id=report_id, root_cause="y", signature="s", state="patched",
-                          updated_at=utcnow() - timedelta(seconds=60))
+        stale = RepairRun(
+            report_id=report_id,
+            root_cause="y",
+            signature="s",
+            state="patched",
+            updated_at=utcnow() - timedelta(seconds=60),
+        )
         session.add(stale)
     assert reconcile_once(use_settings) == 2
     assert reconcile_once(use_settings) == 0  # touched: not stale again yet
@@ -115,7 +133,9 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
     repo = tmp_path / "target"
     head = build_target(repo)
     console = run_tests(repo).console
-    report_id = _post(use_settings, console, f"?repository={repo}&head_sha={head}&pipeline=p&build_number=3")
+    report_id = _post(
+        use_settings, console, f"?repository={repo}&head_sha={head}&pipeline=p&build_number=3"
+    )
     triage.run(report_id)
     with session_scope(use_settings.resolved_database_url) as session:
         run_id = session.scalars(select(RepairRun.id).where(RepairRun.report_id == report_id)).one()
@@ -124,7 +144,11 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
     with TestClient(create_app(use_settings)) as client:
         report = client.get(f"/api/v1/reports/{report_id}").json()
         assert [t["to"] for t in report["runs"][0]["transitions"]] == [
-            "classified", "swept", "patched", "pr_opened"]
+            "classified",
+            "swept",
+            "patched",
+            "pr_opened",
+        ]
         fixes = client.get("/api/v1/fixes").json()
         assert len(fixes) == 1 and fixes[0]["state"] == "open"
         detail = client.get(f"/api/v1/fixes/{fixes[0]['id']}").json()
@@ -136,5 +160,7 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
         assert client.get("/readyz").json()["schema"] == "0001"
         metrics = client.get("/metrics").text
         assert 'repairbot_runs{state="pr_opened"} 1.0' in metrics
-        assert 'repairbot_deliveries{event="ci_failure",outcome="stored",source="ci"} 1.0' in metrics
+        assert (
+            'repairbot_deliveries{event="ci_failure",outcome="stored",source="ci"} 1.0' in metrics
+        )
         assert 'repairbot_state_reached_seconds_avg{state="pr_opened"}' in metrics

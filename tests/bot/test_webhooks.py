@@ -33,10 +33,22 @@ def _deliveries(settings) -> list[Delivery]:
         return list(session.scalars(select(Delivery).order_by(Delivery.id)))
 
 
-def _post(client, body: bytes, *, event="issue_comment", delivery="d-1", secret=SECRET,
-          content_type="application/json", signature=None):
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "Content-Type": content_type,
-               "X-Hub-Signature-256": signature if signature is not None else sign(secret.encode(), body)}
+def _post(
+    client,
+    body: bytes,
+    *,
+    event="issue_comment",
+    delivery="d-1",
+    secret=SECRET,
+    content_type="application/json",
+    signature=None,
+):
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "Content-Type": content_type,
+        "X-Hub-Signature-256": signature if signature is not None else sign(secret.encode(), body),
+    }
     return client.post("/webhooks/github", content=body, headers=headers)
 
 
@@ -58,7 +70,9 @@ def test_accepted_then_redelivery_is_a_no_op(client, settings):
     assert again.status_code == 200 and again.json()["status"] == "duplicate"
     assert _broker_messages(settings) == 1
     stored = _deliveries(settings)
-    assert [(d.key, d.event, d.action) for d in stored] == [("github:d-1", "issue_comment", "created")]
+    assert [(d.key, d.event, d.action) for d in stored] == [
+        ("github:d-1", "issue_comment", "created")
+    ]
     assert stored[0].body == body
 
 
@@ -76,7 +90,9 @@ def test_signature_is_checked_before_parsing(client, settings):
 
 def test_form_encoded_payload(client, settings):
     body = urlencode({"payload": json.dumps({"action": "opened"})}).encode()
-    response = _post(client, body, event="pull_request", content_type="application/x-www-form-urlencoded")
+    response = _post(
+        client, body, event="pull_request", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 202
     assert _deliveries(settings)[0].action == "opened"
 
@@ -106,7 +122,9 @@ def test_unknown_events_are_stored_and_ignored(client, settings):
         (b"a=b", "application/x-www-form-urlencoded", 400, "without a payload field"),
     ],
 )
-def test_hostile_bodies_get_clear_errors_and_store_nothing(client, settings, body, content_type, code, detail):
+def test_hostile_bodies_get_clear_errors_and_store_nothing(
+    client, settings, body, content_type, code, detail
+):
     response = _post(client, body, content_type=content_type)
     assert response.status_code == code
     assert detail in response.json()["detail"]
@@ -115,8 +133,11 @@ def test_hostile_bodies_get_clear_errors_and_store_nothing(client, settings, bod
 
 def test_missing_event_headers(client):
     body = b"{}"
-    response = client.post("/webhooks/github", content=body,
-                           headers={"X-Hub-Signature-256": sign(SECRET.encode(), body)})
+    response = client.post(
+        "/webhooks/github",
+        content=body,
+        headers={"X-Hub-Signature-256": sign(SECRET.encode(), body)},
+    )
     assert response.status_code == 400
 
 
@@ -133,7 +154,9 @@ def test_many_deliveries_with_duplicates_and_forgeries(client, settings):
         delivery = f"bulk-{index % 270}"  # 30 redeliveries
         body = json.dumps({"action": "created", "n": index % 270}).encode()
         forged = index % 20 == 7  # 5% bad signatures
-        response = _post(client, body, delivery=delivery, signature="sha256=" + "0" * 64 if forged else None)
+        response = _post(
+            client, body, delivery=delivery, signature="sha256=" + "0" * 64 if forged else None
+        )
         if forged:
             assert response.status_code == 401
         else:

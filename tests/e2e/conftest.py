@@ -42,8 +42,13 @@ class Service:
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.log_dir / f"{name}.log").open("ab")
-        process = subprocess.Popen([REPAIRBOT, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [REPAIRBOT, *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.processes[name] = process
         return process
 
@@ -74,7 +79,9 @@ class Service:
         return httpx.Client(base_url=self.url, timeout=30)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log"))
+        )
 
 
 @pytest.fixture
@@ -87,14 +94,16 @@ def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
         log_dir = tmp_path / "logs"
         log_dir.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIRBOT_")}
-        env.update({
-            "REPAIRBOT_ENVIRONMENT": "test",
-            "REPAIRBOT_DATA_DIR": str(data_dir),
-            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
-            "REPAIRBOT_CI_TOKEN": CI_TOKEN,
-            "REPAIRBOT_RECONCILE_INTERVAL_S": "0.5",
-            "REPAIRBOT_STALE_AFTER_S": "3",
-        })
+        env.update(
+            {
+                "REPAIRBOT_ENVIRONMENT": "test",
+                "REPAIRBOT_DATA_DIR": str(data_dir),
+                "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
+                "REPAIRBOT_CI_TOKEN": CI_TOKEN,
+                "REPAIRBOT_RECONCILE_INTERVAL_S": "0.5",
+                "REPAIRBOT_STALE_AFTER_S": "3",
+            }
+        )
         env.update({f"REPAIRBOT_{key.upper()}": value for key, value in settings.items()})
         service = Service(env=env, data_dir=data_dir, port=free_port(), log_dir=log_dir)
         made.append(service)

@@ -32,8 +32,14 @@ def failing_target(tmp_path_factory):
 def _repair(service, target, build_number: int, timeout_s: float = 180):
     repo, head, console = target
     with service.client() as client:
-        answer = post_failure(client, token=CI_TOKEN, repo=repo, head_sha=head, console=console,
-                              build_number=build_number)
+        answer = post_failure(
+            client,
+            token=CI_TOKEN,
+            repo=repo,
+            head_sha=head,
+            console=console,
+            build_number=build_number,
+        )
         try:
             report = wait_for_runs(client, answer["url"], timeout_s=timeout_s)
         except TimeoutError as exc:
@@ -71,7 +77,11 @@ def _redis_db() -> str:
 
 def test_postgres_redis_and_a_separate_worker(make_service, failing_target, postgres_url, tmp_path):
     with create_engine(postgres_url).begin() as connection:
-        connection.execute(text("DROP TABLE IF EXISTS transitions, repair_runs, fixes, reports, deliveries, alembic_version CASCADE"))
+        connection.execute(
+            text(
+                "DROP TABLE IF EXISTS transitions, repair_runs, fixes, reports, deliveries, alembic_version CASCADE"
+            )
+        )
     broker = _redis_db()
     subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=True, capture_output=True)
     service = make_service(database_url=postgres_url, broker_url=broker, embedded_worker="false")
@@ -83,7 +93,9 @@ def test_postgres_redis_and_a_separate_worker(make_service, failing_target, post
     _assert_branch_passes(failing_target[0], fixes[0]["branch"], tmp_path)
 
 
-def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(make_service, failing_target, tmp_path):
+def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(
+    make_service, failing_target, tmp_path
+):
     pause = tmp_path / "pause-before-pr"
     pause.touch()
     service = make_service(embedded_worker="false", test_pause_file=str(pause))
@@ -91,11 +103,14 @@ def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(make_service, fail
     worker = service.start("worker", "worker", "-Q", "repair")
     repo, head, console = failing_target
     with service.client() as client:
-        answer = post_failure(client, token=CI_TOKEN, repo=repo, head_sha=head, console=console,
-                              build_number=77)
+        answer = post_failure(
+            client, token=CI_TOKEN, repo=repo, head_sha=head, console=console, build_number=77
+        )
         deadline = time.monotonic() + 120
-        while client.get(answer["url"]).json()["runs"][:1] == [] or \
-                client.get(answer["url"]).json()["runs"][0]["state"] != "patched":
+        while (
+            client.get(answer["url"]).json()["runs"][:1] == []
+            or client.get(answer["url"]).json()["runs"][0]["state"] != "patched"
+        ):
             assert time.monotonic() < deadline, service.logs()
             time.sleep(0.1)
         os.killpg(worker.pid, signal.SIGKILL)  # kill -9 in the middle of the repair
