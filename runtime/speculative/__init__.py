@@ -1,0 +1,1 @@
+"""Speculative-decoding workers; `interface` holds the SpecWorkerBase contract."""

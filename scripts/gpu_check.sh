@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Run the runtime's GPU tests and the speculative-decoding benchmark on CUDA, installing nothing.
+#
+#   scripts/gpu_check.sh                 # results under ./gpu-results
+#   OUT=/some/dir PYTHON=python3 scripts/gpu_check.sh
+#
+# Uses $PYTHON, else the repository's .venv, else python3 - any Python with torch and pytest.
+# Writes to ${OUT:-./gpu-results}:
+#   device.txt        nvidia-smi output and torch's view of the device (name, capability, versions)
+#   gpu-tests.xml     JUnit XML of `pytest runtime/tests -m gpu`
+#   gpu-tests.log     the pytest console output
+#   bench-cuda.txt    bench/runtime.py on CUDA at batch 1 and 8 (+ .json)
+#   summary.txt       one line per stage with its exit status
+# Exit status: 0 when the GPU tests pass and the benchmark's tokens are identical to greedy;
+# 2 when no CUDA device is visible (nothing was checked, which is not a pass); 1 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+OUT="${OUT:-./gpu-results}"
+mkdir -p "$OUT"
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+summary="$OUT/summary.txt"
+: > "$summary"
+
+{
+    echo "# nvidia-smi"
+    nvidia-smi 2>&1 || echo "nvidia-smi not available"
+    echo
+    echo "# torch"
+    "$PYTHON" - <<'PY'
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda)
+print("cuda available:", torch.cuda.is_available())
+for i in range(torch.cuda.device_count()):
+    print(f"device {i}:", torch.cuda.get_device_name(i), "capability", torch.cuda.get_device_capability(i))
+PY
+} > "$OUT/device.txt" 2>&1
+
+if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+    echo "no CUDA device visible to $PYTHON (see $OUT/device.txt): GPU checks not run" | tee -a "$summary" >&2
+    exit 2
+fi
+
+"$PYTHON" -m pytest runtime/tests -m gpu -p no:cacheprovider -q \
+    --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
+tests_rc=${PIPESTATUS[0]}
+echo "gpu tests: exit $tests_rc" >> "$summary"
+
+bench_rc=0
+for bs in 1 8; do
+    "$PYTHON" bench/runtime.py --device cuda --threads 0 --batch-size "$bs" --prompts 8 \
+        --json "$OUT/bench-cuda-bs$bs.json" 2>&1 | tee -a "$OUT/bench-cuda.txt"
+    rc=${PIPESTATUS[0]}
+    echo "bench cuda batch $bs: exit $rc" >> "$summary"
+    [ "$rc" -eq 0 ] || bench_rc=$rc
+done
+
+cat "$summary"
+if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
+    exit 1
+fi
+exit 0
