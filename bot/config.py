@@ -42,6 +42,16 @@ class Settings(BaseSettings):
     stale_after_s: float = 120.0
     task_max_retries: int = 5
     public_url: str = "http://127.0.0.1:8000"
+    verify_default_queue: str = Field(default="cpu", description="Queue when the failure names no GPU")
+    verify_fallback_queues: list[str] = Field(
+        default_factory=lambda: ["gpu.any", "cpu"], description="Tried in order when no worker claims"
+    )
+    verify_fallback_after_s: float = 120.0
+    verify_timeout_s: float = 1800.0
+    verify_reruns: int = Field(default=2, ge=0, description="Re-runs of a failing test before it counts")
+    worker_queues: list[str] = Field(
+        default_factory=lambda: ["repair", "cpu"], description="Queues the embedded worker consumes"
+    )
     test_pause_file: Path | None = Field(
         default=None,
         description="Tests only: a repair waits before opening its PR while this exists",

@@ -69,11 +69,22 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path):
 def _truncate(url: str) -> None:
     from sqlalchemy import text
 
+    from bot.db.models import Base
     from bot.db.session import engine_for
 
+    tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
     with engine_for(url).begin() as connection:
-        connection.execute(
-            text(
-                "TRUNCATE transitions, repair_runs, fixes, reports, deliveries RESTART IDENTITY CASCADE"
-            )
-        )
+        connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+
+
+def drop_all_tables(url: str) -> None:
+    """An empty PostgreSQL database again: every table and the migration stamp dropped."""
+    from sqlalchemy import create_engine, text
+
+    from bot.db.models import Base
+
+    tables = ", ".join([table.name for table in Base.metadata.sorted_tables] + ["alembic_version"])
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text(f"DROP TABLE IF EXISTS {tables} CASCADE"))
+    engine.dispose()

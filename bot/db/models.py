@@ -76,6 +76,25 @@ class FixState(StrEnum):
     SUPERSEDED = "superseded"
 
 
+class VerificationState(StrEnum):
+    """A verification job's life."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class Verdict(StrEnum):
+    """What before/after test runs say about a fix."""
+
+    FIXED = "fixed"
+    STILL_FAILING = "still_failing"
+    NOT_REPRODUCED = "not_reproduced"
+    NEW_FAILURES = "new_failures"
+
+
 class Delivery(Base):
     """One inbound request (GitHub webhook or CI post), stored before anything acts on it."""
 
@@ -191,7 +210,80 @@ class Fix(Base):
     violations: Mapped[list[Any]] = mapped_column(default=list)
     diff: Mapped[str] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(16), default=FixState.OPEN.value)
+    state_reason: Mapped[str] = mapped_column(Text, default="")
+    pr_number: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     runs: Mapped[list[RepairRun]] = relationship(back_populates="fix")
+    verifications: Mapped[list[Verification]] = relationship(
+        back_populates="fix", order_by="Verification.id"
+    )
+    comments: Mapped[list[FixComment]] = relationship(order_by="FixComment.id")
+
+
+class Verification(Base):
+    """One verification job of a fix: before and after test runs on a requested device."""
+
+    __tablename__ = "verifications"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fix_id: Mapped[int] = mapped_column(ForeignKey("fixes.id"), index=True)
+    requested_by: Mapped[str] = mapped_column(String(200), default="repairbot")
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    requested_queue: Mapped[str] = mapped_column(String(100))
+    queue: Mapped[str | None] = mapped_column(String(100))
+    host: Mapped[str | None] = mapped_column(String(200))
+    device: Mapped[str | None] = mapped_column(String(200))
+    on_requested_device: Mapped[bool | None] = mapped_column()
+    state: Mapped[str] = mapped_column(String(16), default=VerificationState.QUEUED.value)
+    verdict: Mapped[str | None] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    tests: Mapped[list[Any]] = mapped_column(default=list)
+    results: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    log: Mapped[str] = mapped_column(Text, default="")
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    fix: Mapped[Fix] = relationship(back_populates="verifications")
+
+
+class FixComment(Base):
+    """Something said on a fix PR: a comment, or a commit status (``kind="status"``).
+
+    For the local forge this table is the PR conversation; the GitHub forge mirrors what it
+    posted here too, so the dashboard shows one history whatever the forge.
+    """
+
+    __tablename__ = "fix_comments"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fix_id: Mapped[int] = mapped_column(ForeignKey("fixes.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="comment")
+    author: Mapped[str] = mapped_column(String(200), default="repairbot")
+    body: Mapped[str] = mapped_column(Text, default="")
+    context: Mapped[str | None] = mapped_column(String(200))
+    state: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class CommandInvocation(Base):
+    """A ``/bot`` command from a PR comment: who, what, and what the bot answered."""
+
+    __tablename__ = "command_invocations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    delivery_id: Mapped[int | None] = mapped_column(ForeignKey("deliveries.id"))
+    repository: Mapped[str] = mapped_column(Text)
+    pr_number: Mapped[int] = mapped_column(Integer)
+    fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"), index=True)
+    author: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    command: Mapped[str | None] = mapped_column(String(32))
+    arguments: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    outcome: Mapped[str] = mapped_column(String(32))
+    reply: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -18,7 +18,7 @@ def start_embedded_worker(settings: Settings) -> threading.Thread:
     configure_celery(settings)
     worker = celery_app.Worker(
         pool="solo",
-        queues=["repair"],
+        queues=settings.worker_queues,
         loglevel="WARNING",
         redirect_stdouts=False,
         quiet=True,

@@ -12,18 +12,20 @@ from bot.tasks.celery_app import app
 _PENDING_KEY = "repairbot_pending_tasks"
 
 
-def enqueue_after_commit(session: Session, task_name: str, *args: Any) -> None:
+def enqueue_after_commit(
+    session: Session, task_name: str, *args: Any, queue: str | None = None
+) -> None:
     """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back."""
-    pending: list[tuple[str, tuple[Any, ...]]] = session.info.setdefault(_PENDING_KEY, [])
+    pending: list[tuple[str, tuple[Any, ...], str | None]] = session.info.setdefault(_PENDING_KEY, [])
     if not pending:
         event.listen(session, "after_commit", _send_pending, once=True)
         event.listen(session, "after_rollback", _drop_pending, once=True)
-    pending.append((task_name, args))
+    pending.append((task_name, args, queue))
 
 
 def _send_pending(session: Session) -> None:
-    for task_name, args in session.info.pop(_PENDING_KEY, []):
-        app.send_task(task_name, args=args)
+    for task_name, args, queue in session.info.pop(_PENDING_KEY, []):
+        app.send_task(task_name, args=args, queue=queue)
 
 
 def _drop_pending(session: Session) -> None:

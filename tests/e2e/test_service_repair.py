@@ -10,11 +10,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from bot.demo import build_target, post_failure, run_tests, wait_for_runs
 from bot.forge.git import fresh_worktree
-from tests.conftest import CI_TOKEN
+from tests.conftest import CI_TOKEN, drop_all_tables
 
 pytestmark = pytest.mark.e2e
 
@@ -76,12 +75,7 @@ def _redis_db() -> str:
 
 
 def test_postgres_redis_and_a_separate_worker(make_service, failing_target, postgres_url, tmp_path):
-    with create_engine(postgres_url).begin() as connection:
-        connection.execute(
-            text(
-                "DROP TABLE IF EXISTS transitions, repair_runs, fixes, reports, deliveries, alembic_version CASCADE"
-            )
-        )
+    drop_all_tables(postgres_url)
     broker = _redis_db()
     subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=True, capture_output=True)
     service = make_service(database_url=postgres_url, broker_url=broker, embedded_worker="false")

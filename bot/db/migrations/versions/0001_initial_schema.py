@@ -2,13 +2,14 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 15:11:03.303475
+Create Date: 2026-11-29 15:24:43.842801
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
 
 revision = "0001"
 down_revision = None
@@ -51,8 +52,11 @@ def upgrade() -> None:
         sa.Column("violations", sa.JSON(), nullable=False),
         sa.Column("diff", sa.Text(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("state_reason", sa.Text(), nullable=False),
+        sa.Column("pr_number", sa.Integer(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("closed_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("fixes", schema=None) as batch_op:
@@ -63,6 +67,52 @@ def upgrade() -> None:
             sqlite_where=sa.text("state = 'open'"),
             postgresql_where=sa.text("state = 'open'"),
         )
+
+    op.create_table(
+        "command_invocations",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("delivery_id", sa.Integer(), nullable=True),
+        sa.Column("repository", sa.Text(), nullable=False),
+        sa.Column("pr_number", sa.Integer(), nullable=False),
+        sa.Column("fix_id", sa.Integer(), nullable=True),
+        sa.Column("author", sa.String(length=200), nullable=False),
+        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("command", sa.String(length=32), nullable=True),
+        sa.Column("arguments", sa.JSON(), nullable=False),
+        sa.Column("outcome", sa.String(length=32), nullable=False),
+        sa.Column("reply", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["delivery_id"],
+            ["deliveries.id"],
+        ),
+        sa.ForeignKeyConstraint(
+            ["fix_id"],
+            ["fixes.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("command_invocations", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_command_invocations_fix_id"), ["fix_id"], unique=False)
+
+    op.create_table(
+        "fix_comments",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("fix_id", sa.Integer(), nullable=False),
+        sa.Column("kind", sa.String(length=16), nullable=False),
+        sa.Column("author", sa.String(length=200), nullable=False),
+        sa.Column("body", sa.Text(), nullable=False),
+        sa.Column("context", sa.String(length=200), nullable=True),
+        sa.Column("state", sa.String(length=32), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["fix_id"],
+            ["fixes.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("fix_comments", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_fix_comments_fix_id"), ["fix_id"], unique=False)
 
     op.create_table(
         "reports",
@@ -92,6 +142,36 @@ def upgrade() -> None:
         sa.UniqueConstraint("idempotency_key"),
         sa.UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),
     )
+    op.create_table(
+        "verifications",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("fix_id", sa.Integer(), nullable=False),
+        sa.Column("requested_by", sa.String(length=200), nullable=False),
+        sa.Column("options", sa.JSON(), nullable=False),
+        sa.Column("requested_queue", sa.String(length=100), nullable=False),
+        sa.Column("queue", sa.String(length=100), nullable=True),
+        sa.Column("host", sa.String(length=200), nullable=True),
+        sa.Column("device", sa.String(length=200), nullable=True),
+        sa.Column("on_requested_device", sa.Boolean(), nullable=True),
+        sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("verdict", sa.String(length=32), nullable=True),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("tests", sa.JSON(), nullable=False),
+        sa.Column("results", sa.JSON(), nullable=False),
+        sa.Column("log", sa.Text(), nullable=False),
+        sa.Column("task_id", sa.String(length=64), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["fix_id"],
+            ["fixes.id"],
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("verifications", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_verifications_fix_id"), ["fix_id"], unique=False)
+
     op.create_table(
         "repair_runs",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -148,7 +228,19 @@ def downgrade() -> None:
         batch_op.drop_index("ix_runs_state_updated")
 
     op.drop_table("repair_runs")
+    with op.batch_alter_table("verifications", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_verifications_fix_id"))
+
+    op.drop_table("verifications")
     op.drop_table("reports")
+    with op.batch_alter_table("fix_comments", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_fix_comments_fix_id"))
+
+    op.drop_table("fix_comments")
+    with op.batch_alter_table("command_invocations", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_command_invocations_fix_id"))
+
+    op.drop_table("command_invocations")
     with op.batch_alter_table("fixes", schema=None) as batch_op:
         batch_op.drop_index(
             "uq_fixes_open_dedupe_key",

@@ -1,0 +1,1 @@
+"""Verification: proving a fix on the GPU type that failed, before and after, and reporting it."""
