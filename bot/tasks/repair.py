@@ -23,6 +23,7 @@ from bot.forge.git import GitError, commit_all, diff, fresh_worktree, remove_wor
 from bot.forge.local import RepositoryRefused, resolve_local_repository
 from bot.forge.pr_text import PullRequestText, compose, fixed_violations
 from bot.repair_plan import branch_name, contract_from_dict, dedupe_key
+from bot.runner.requests import request_verification
 from bot.tasks.base import RepairbotTask, TransientError
 from bot.tasks.celery_app import app
 from fixers.outcome import FixResult
@@ -216,6 +217,13 @@ def _record_fix(
         fix_row.url = f"{settings.public_url}/fixes/{fix_row.id}"
         run.fix_id = fix_row.id
         move_run(session, run=run, to=RunState.PR_OPENED, reason=f"fix #{fix_row.id} on {branch}")
+        # The bot authored this branch, so it is trusted: verify it at once.
+        request_verification(
+            session,
+            fix=fix_row,
+            requested_by="repairbot (automatic)",
+            default_queue=settings.verify_default_queue,
+        )
 
 
 def _pause_for_tests(settings: Settings) -> None:
