@@ -49,9 +49,58 @@ class Settings(BaseSettings):
     verify_fallback_after_s: float = 120.0
     verify_timeout_s: float = 1800.0
     verify_reruns: int = Field(default=2, ge=0, description="Re-runs of a failing test before it counts")
+    runner_dir: Path | None = Field(
+        default=None, description="Verification work dirs (default: the system temp dir)"
+    )
     worker_queues: list[str] = Field(
         default_factory=lambda: ["repair", "cpu"], description="Queues the embedded worker consumes"
     )
+    github_api_url: str = Field(
+        default="https://api.github.com", description="REST API base (GHE: https://HOST/api/v3)"
+    )
+    github_token: SecretStr | None = Field(default=None, description="Token mode: PAT or app token")
+    github_app_id: int | None = Field(default=None, description="App mode: the GitHub App's id")
+    github_private_key: SecretStr | None = Field(default=None, description="App mode: PEM text")
+    github_private_key_path: Path | None = Field(default=None, description="App mode: PEM file")
+    github_installation_id: int | None = Field(default=None, description="App mode: installation")
+    github_git_url_template: str = Field(
+        default="https://github.com/{repository}.git",
+        description="Where fix branches are fetched and pushed; {repository} is owner/name",
+    )
+    github_bot_login: str = Field(
+        default="repairbot[bot]", description="Our own login: its comments are never commands"
+    )
+    github_command_users: list[str] = Field(
+        default_factory=list, description="Logins allowed to give /bot commands besides writers"
+    )
+    github_writes_per_minute: int = Field(
+        default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
+    )
+    github_seconds_between_writes: float = Field(default=1.0, ge=0)
+    github_retry_attempts: int = Field(default=5, ge=1)
+    github_retry_backoff_s: float = Field(default=1.0, ge=0)
+    github_max_wait_s: float = Field(
+        default=300.0, description="Longer rate-limit waits are left to a later task retry"
+    )
+    github_timeout_s: int = 30
+    github_dedupe_scan_limit: int = Field(
+        default=100, ge=0, description="Open PRs examined when looking for one that fixes the same"
+    )
+    pr_title_template: str = Field(
+        default="[{ticket}][{type}] {summary}", description="Fix PR title; {ticket} {type} {summary}"
+    )
+    pr_type: str = "fix"
+    pr_ticket_default: str = "None"
+    pr_bug_link_pattern: str = Field(
+        default=r"https://nvbugs/\d+", description="A bug link in the failure becomes the ticket"
+    )
+    jenkins_url: str | None = Field(default=None, description="Jenkins base URL (build links)")
+    jenkins_user: str | None = None
+    jenkins_token: SecretStr | None = None
+    jenkins_allowed_hosts: list[str] = Field(
+        default_factory=list, description="Hosts testReports may be fetched from"
+    )
+    jenkins_max_report_bytes: int = 64 * 1024 * 1024
     test_pause_file: Path | None = Field(
         default=None,
         description="Tests only: a repair waits before opening its PR while this exists",
@@ -103,6 +152,16 @@ class Settings(BaseSettings):
             "data_folder_out": str(folder),
             "polling_interval": 0.1,
         }
+
+    @property
+    def github_enabled(self) -> bool:
+        """Whether GitHub credentials (a token, or an App) are configured."""
+        return self.github_token is not None or self.github_app_id is not None
+
+    @property
+    def github_mirrors_dir(self) -> Path:
+        """Bare mirrors of GitHub repositories that fixes are made in."""
+        return self.data_dir / "github"
 
     @property
     def worktrees_dir(self) -> Path:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import (
     TERMINAL_STATES,
+    VERIFICATION_STATES,
     Delivery,
     Fix,
     FixState,
@@ -54,9 +55,13 @@ def find_report(
 def move_run(session: Session, *, run: RepairRun, to: RunState, reason: str = "") -> bool:
     """Move a run to a new state, recording the transition.
 
-    Terminal states are final: a late or duplicated task cannot move a finished run (False).
+    A finished repair cannot be moved by a late or duplicated repair task (False); a run with a
+    PR moves only between the verification states.
     """
-    if RunState(run.state).terminal or (run.state == to.value and run.reason == reason):
+    current = RunState(run.state)
+    if current == to and run.reason == reason:
+        return False
+    if current.terminal and not (current in VERIFICATION_STATES and to in VERIFICATION_STATES):
         return False
     session.add(Transition(run_id=run.id, from_state=run.state, to_state=to.value, reason=reason))
     run.state, run.reason, run.updated_at = to.value, reason, utcnow()

@@ -50,20 +50,17 @@ class RunState(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        """Whether nothing more happens to a run in this state without a new request."""
+        """Whether the repair part is over (what follows is verification, or nothing)."""
         return self in TERMINAL_STATES
 
 
 TERMINAL_STATES = frozenset(
-    {
-        RunState.PR_OPENED,
-        RunState.VERIFIED,
-        RunState.FAILED,
-        RunState.NO_FIX_NEEDED,
-        RunState.DUPLICATE,
-        RunState.UNCLASSIFIED,
-        RunState.ERROR,
-    }
+    {RunState.PR_OPENED, RunState.VERIFYING, RunState.VERIFIED, RunState.FAILED,
+     RunState.NO_FIX_NEEDED, RunState.DUPLICATE, RunState.UNCLASSIFIED, RunState.ERROR}
+)
+# Once a PR exists, its run moves only through verification: again on every `/bot run`.
+VERIFICATION_STATES = frozenset(
+    {RunState.PR_OPENED, RunState.VERIFYING, RunState.VERIFIED, RunState.FAILED}
 )
 
 
@@ -158,6 +155,7 @@ class RepairRun(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"))
+    linked_url: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -208,6 +206,8 @@ class Fix(Base):
     body: Mapped[str] = mapped_column(Text)
     files: Mapped[list[Any]] = mapped_column(default=list)
     violations: Mapped[list[Any]] = mapped_column(default=list)
+    violation_keys: Mapped[list[Any]] = mapped_column(default=list)
+    contract_key: Mapped[str] = mapped_column(String(64), default="", index=True)
     diff: Mapped[str] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(16), default=FixState.OPEN.value)
     state_reason: Mapped[str] = mapped_column(Text, default="")
@@ -287,3 +287,23 @@ class CommandInvocation(Base):
     outcome: Mapped[str] = mapped_column(String(32))
     reply: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class GitHubWrite(Base):
+    """A content-creating GitHub request, recorded before it is sent.
+
+    The key makes it idempotent (a retried POST never posts twice: the row says whether and where
+    it landed) and the rows of the last minute are the content-creation rate, across processes.
+    """
+
+    __tablename__ = "github_writes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    repository: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(200), default="")
+    remote_id: Mapped[str | None] = mapped_column(String(64))
+    remote_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

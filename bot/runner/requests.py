@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -58,8 +60,32 @@ def send_verification(session: Session, verification: Verification, queue: str) 
     """(Re)send a queued verification to ``queue``; the first worker to claim it runs it."""
     verification.queue = queue
     attempts = verification.options.get("queues_tried", [])
-    verification.options = {**verification.options, "queues_tried": [*attempts, queue]}
+    verification.options = {
+        **verification.options,
+        "queues_tried": [*attempts, queue],
+        "sent_at": time.time(),
+    }
     enqueue_after_commit(session, "repairbot.verify", verification.id, queue=queue)
+
+
+def fall_back(
+    session: Session, *, fallback_queues: Sequence[str], after_s: float, now: float | None = None
+) -> list[Verification]:
+    """Re-send verifications no worker claimed within ``after_s`` to the next fallback queue."""
+    moment = time.time() if now is None else now
+    moved = []
+    queued = session.scalars(
+        select(Verification).where(Verification.state == VerificationState.QUEUED.value)
+    ).all()
+    for verification in queued:
+        tried = verification.options.get("queues_tried", [])
+        if moment - float(verification.options.get("sent_at", 0.0)) < after_s:
+            continue
+        following = [queue for queue in fallback_queues if queue not in tried]
+        if following:
+            send_verification(session, verification, following[0])
+            moved.append(verification)
+    return moved
 
 
 def cancel_verifications(session: Session, *, fix_id: int, reason: str) -> list[Verification]:
@@ -80,3 +106,29 @@ def latest_verification(session: Session, *, fix_id: int) -> Verification | None
     return session.scalar(
         select(Verification).where(Verification.fix_id == fix_id).order_by(Verification.id.desc())
     )
+
+
+def rescue_stalled(
+    session: Session, *, older_than_s: float, max_attempts: int = 3
+) -> list[Verification]:
+    """Running verifications whose worker died (no finish after ``older_than_s``): queue again,
+    or give up with the reason after ``max_attempts``."""
+    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    stalled = session.scalars(
+        select(Verification).where(
+            Verification.state == VerificationState.RUNNING.value, Verification.started_at < cutoff
+        )
+    ).all()
+    for verification in stalled:
+        attempts = int(verification.options.get("attempts", 1))
+        if attempts >= max_attempts:
+            verification.state = VerificationState.ERROR.value
+            verification.reason = (
+                f"no result after {attempts} attempts: the worker was lost each time"
+            )
+            verification.finished_at = utcnow()
+            continue
+        verification.state = VerificationState.QUEUED.value
+        verification.options = {**verification.options, "attempts": attempts + 1}
+        send_verification(session, verification, verification.requested_queue)
+    return list(stalled)

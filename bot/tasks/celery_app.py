@@ -8,7 +8,13 @@ from bot.config import Settings
 
 app = Celery(
     "repairbot",
-    include=["bot.tasks.triage", "bot.tasks.repair", "bot.tasks.deliveries", "bot.tasks.reconcile"],
+    include=[
+        "bot.tasks.triage",
+        "bot.tasks.repair",
+        "bot.tasks.verify",
+        "bot.tasks.deliveries",
+        "bot.tasks.reconcile",
+    ],
 )
 app.config_from_object("bot.tasks.celeryconfig")
 

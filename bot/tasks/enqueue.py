@@ -16,7 +16,9 @@ def enqueue_after_commit(
     session: Session, task_name: str, *args: Any, queue: str | None = None
 ) -> None:
     """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back."""
-    pending: list[tuple[str, tuple[Any, ...], str | None]] = session.info.setdefault(_PENDING_KEY, [])
+    pending: list[tuple[str, tuple[Any, ...], str | None]] = session.info.setdefault(
+        _PENDING_KEY, []
+    )
     if not pending:
         event.listen(session, "after_commit", _send_pending, once=True)
         event.listen(session, "after_rollback", _drop_pending, once=True)

@@ -8,6 +8,7 @@ from bot.config import Settings
 from bot.db.crud import move_run, stale_runs, unclassified_reports
 from bot.db.models import RunState, utcnow
 from bot.db.session import session_scope
+from bot.runner.requests import fall_back, rescue_stalled
 from bot.tasks.base import RepairbotTask
 from bot.tasks.celery_app import app
 from bot.tasks.enqueue import enqueue_after_commit
@@ -34,6 +35,14 @@ def reconcile_once(settings: Settings) -> int:
             run.updated_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, "repairbot.repair", run.id)
             sent += 1
+        sent += len(rescue_stalled(session, older_than_s=settings.verify_timeout_s + 300))
+        sent += len(
+            fall_back(
+                session,
+                fallback_queues=settings.verify_fallback_queues,
+                after_s=settings.verify_fallback_after_s,
+            )
+        )
     return sent
 
 

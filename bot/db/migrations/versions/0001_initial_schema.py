@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 15:24:43.842801
+Create Date: 2026-11-29 15:29:40.548632
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ depends_on = None
 
 def upgrade() -> None:
     """Apply this revision."""
-
     op.create_table(
         "deliveries",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -50,6 +49,8 @@ def upgrade() -> None:
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("files", sa.JSON(), nullable=False),
         sa.Column("violations", sa.JSON(), nullable=False),
+        sa.Column("violation_keys", sa.JSON(), nullable=False),
+        sa.Column("contract_key", sa.String(length=64), nullable=False),
         sa.Column("diff", sa.Text(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column("state_reason", sa.Text(), nullable=False),
@@ -60,12 +61,32 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("fixes", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_fixes_contract_key"), ["contract_key"], unique=False)
         batch_op.create_index(
             "uq_fixes_open_dedupe_key",
             ["dedupe_key"],
             unique=True,
             sqlite_where=sa.text("state = 'open'"),
             postgresql_where=sa.text("state = 'open'"),
+        )
+
+    op.create_table(
+        "github_writes",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("key", sa.String(length=200), nullable=False),
+        sa.Column("kind", sa.String(length=32), nullable=False),
+        sa.Column("repository", sa.String(length=200), nullable=False),
+        sa.Column("target", sa.String(length=200), nullable=False),
+        sa.Column("remote_id", sa.String(length=64), nullable=True),
+        sa.Column("remote_url", sa.Text(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("done_at", sa.DateTime(timezone=True), nullable=True),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("key"),
+    )
+    with op.batch_alter_table("github_writes", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_github_writes_created_at"), ["created_at"], unique=False
         )
 
     op.create_table(
@@ -183,6 +204,7 @@ def upgrade() -> None:
         sa.Column("reason", sa.Text(), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("fix_id", sa.Integer(), nullable=True),
+        sa.Column("linked_url", sa.Text(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
@@ -219,7 +241,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Revert this revision."""
-
     with op.batch_alter_table("transitions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_transitions_run_id"))
 
@@ -241,12 +262,17 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_command_invocations_fix_id"))
 
     op.drop_table("command_invocations")
+    with op.batch_alter_table("github_writes", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_github_writes_created_at"))
+
+    op.drop_table("github_writes")
     with op.batch_alter_table("fixes", schema=None) as batch_op:
         batch_op.drop_index(
             "uq_fixes_open_dedupe_key",
             sqlite_where=sa.text("state = 'open'"),
             postgresql_where=sa.text("state = 'open'"),
         )
+        batch_op.drop_index(batch_op.f("ix_fixes_contract_key"))
 
     op.drop_table("fixes")
     op.drop_table("deliveries")

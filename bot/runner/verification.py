@@ -1,0 +1,130 @@
+"""A whole verification: worktrees at base and head, the same tests on both, a verdict."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.forge.git import fresh_worktree, remove_worktree
+from bot.runner.device import on_requested_device, probe_command
+from bot.runner.phases import PhaseContext, PhaseResult, run_phase
+from bot.runner.sandbox import Limits, clean_environment, run_isolated
+from bot.runner.selection import Selection, select_tests
+from bot.runner.verdict import TestVerdict, compare, overall
+
+
+@dataclass(frozen=True)
+class VerificationPlan:
+    """What to verify: a fix branch against its base, and the tests the failure named."""
+
+    repo: Path
+    base_sha: str
+    head_sha: str
+    changed_files: list[str]
+    failed_tests: list[str]
+    requested_queue: str
+
+
+@dataclass
+class VerificationOutcome:
+    """Everything a verification found out; ``verdict`` is None when it could not decide."""
+
+    device: str
+    host: str
+    on_requested_device: bool
+    selection: Selection
+    tests: list[TestVerdict] = field(default_factory=list)
+    verdict: str | None = None
+    problems: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    cancelled: bool = False
+    flaky: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    isolation: str = ""
+
+    def results(self) -> dict[str, Any]:
+        """JSON-ready results for the database and the dashboard."""
+        return {
+            "tests": [vars(t) for t in self.tests],
+            "selection": vars(self.selection),
+            "flaky": self.flaky,
+            "problems": self.problems,
+            "isolation": self.isolation,
+            "seconds": round(self.seconds, 2),
+            "timed_out": self.timed_out,
+        }
+
+
+def probe_device(run_dir: Path, python: str, log_path: Path) -> str:
+    """``torch.cuda.get_device_name()`` as the test subprocess sees it, or ``cpu``."""
+    out = run_dir / "device.txt"
+    result = run_isolated(
+        probe_command(python, out),
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=log_path,
+        limits=Limits(timeout_s=120),
+    )
+    if result.returncode != 0 or not out.is_file():
+        return "cpu (device probe failed: is torch installed?)"
+    return out.read_text().strip() or "cpu"
+
+
+def verify(
+    plan: VerificationPlan,
+    *,
+    run_dir: Path,
+    limits: Limits,
+    reruns: int,
+    should_cancel: Callable[[], bool],
+    python: str = sys.executable,
+) -> VerificationOutcome:
+    """Run the selected tests at the base and at the fix head, and compare."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / "verification.log"
+    device = probe_device(run_dir, python, log_path)
+    before_tree, after_tree = run_dir / "before", run_dir / "after"
+    try:
+        fresh_worktree(plan.repo, after_tree, plan.head_sha)
+        fresh_worktree(plan.repo, before_tree, plan.base_sha)
+        selection = select_tests(after_tree, changed=plan.changed_files, failed=plan.failed_tests)
+        outcome = VerificationOutcome(
+            device=device,
+            host=socket.gethostname(),
+            on_requested_device=on_requested_device(device, plan.requested_queue),
+            selection=selection,
+        )
+        env = clean_environment(run_dir)
+        phases: list[PhaseResult] = []
+        for name, tree in (("before", before_tree), ("after", after_tree)):
+            ctx = PhaseContext(tree, run_dir, log_path, python, limits, reruns, should_cancel, env)
+            phase = run_phase(ctx, selection, name)
+            phases.append(phase)
+            outcome.seconds += phase.seconds
+            outcome.isolation = phase.isolation
+            outcome.problems += [f"{name}: {p}" for p in phase.problems]
+            outcome.timed_out |= phase.timed_out
+            outcome.cancelled |= phase.cancelled
+            if phase.interrupted:
+                return outcome
+        before, after = phases
+        outcome.flaky = after.flaky
+        outcome.tests = compare(before.outcomes, after.outcomes, selection.failed_tests)
+        if not after.outcomes:
+            outcome.problems.append("nothing ran after the fix: no test was selected or collected")
+            return outcome
+        outcome.verdict = overall(outcome.tests).value
+        return outcome
+    finally:
+        remove_worktree(plan.repo, after_tree)
+        remove_worktree(plan.repo, before_tree)
+
+
+def discard(run_dir: Path) -> None:
+    """Remove a run directory (logs are copied into the database first)."""
+    shutil.rmtree(run_dir, ignore_errors=True)

@@ -1,0 +1,210 @@
+"""Stage 3: verify a fix on the requested GPU queue, before and after, and report the verdict."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import update
+
+from bot.config import Settings
+from bot.db.crud import move_run
+from bot.db.models import Fix, RunState, Verification, VerificationState, utcnow
+from bot.db.session import session_scope
+from bot.forge.base import forge_for
+from bot.runner.report import STATUS_CONTEXT, comment_body, status_for, where_it_ran
+from bot.runner.sandbox import Limits
+from bot.runner.verification import VerificationPlan, discard, verify
+from bot.tasks.base import RepairbotTask
+from bot.tasks.celery_app import app
+
+LOG_CHARS = 200_000
+
+
+def _claim(settings: Settings, verification_id: int, queue: str) -> VerificationPlan | None:
+    """Move a queued verification to running; None when another worker or a cancel got it first."""
+    with session_scope(settings.resolved_database_url) as session:
+        claimed = session.scalar(
+            update(Verification)
+            .where(
+                Verification.id == verification_id,
+                Verification.state == VerificationState.QUEUED.value,
+            )
+            .values(state=VerificationState.RUNNING.value, started_at=utcnow(), queue=queue)
+            .returning(Verification.id)
+        )
+        if claimed is None:
+            return None
+        verification = session.get_one(Verification, verification_id)
+        fix = verification.fix
+        for run in fix.runs:
+            move_run(
+                session, run=run, to=RunState.VERIFYING, reason=f"verification #{verification.id}"
+            )
+        forge_for(fix).set_status(
+            session,
+            fix,
+            state="pending",
+            context=STATUS_CONTEXT,
+            description=f"verifying on {queue}",
+        )
+        failed = sorted(
+            {
+                t
+                for run in fix.runs
+                for f in run.report.findings
+                if f.get("fixer")
+                for t in f.get("tests", [])
+            }
+        )
+        return VerificationPlan(
+            repo=Path(fix.repository),
+            base_sha=fix.base_sha,
+            head_sha=fix.head_sha,
+            changed_files=list(fix.files),
+            failed_tests=failed,
+            requested_queue=verification.requested_queue,
+        )
+
+
+def _cancelled(settings: Settings, verification_id: int) -> bool:
+    with session_scope(settings.resolved_database_url) as session:
+        state = session.get_one(Verification, verification_id).state
+    return state == VerificationState.CANCELLED.value
+
+
+@app.task(name="repairbot.verify", base=RepairbotTask, bind=True)
+def verify_fix(self: RepairbotTask, verification_id: int) -> None:
+    """Run verification ``verification_id`` on this worker (safe to deliver twice)."""
+    settings = self.settings
+    queue = str((self.request.delivery_info or {}).get("routing_key") or "unknown")
+    plan = _claim(settings, verification_id, queue)
+    if plan is None:
+        return
+    root = settings.runner_dir or Path(tempfile.gettempdir()) / "repairbot-runs"
+    run_dir = root / f"verification-{verification_id}-{int(time.time())}"
+    last_check = [0.0]
+
+    def should_cancel() -> bool:
+        if time.monotonic() - last_check[0] < 1.0:
+            return False
+        last_check[0] = time.monotonic()
+        return _cancelled(settings, verification_id)
+
+    try:
+        outcome = verify(
+            plan,
+            run_dir=run_dir,
+            limits=Limits(timeout_s=settings.verify_timeout_s),
+            reruns=settings.verify_reruns,
+            should_cancel=should_cancel,
+        )
+        log = (run_dir / "verification.log").read_text(encoding="utf-8", errors="replace")
+    except Exception as exc:  # any runner failure ends the verification with its reason
+        _finish(
+            settings,
+            verification_id,
+            state=VerificationState.ERROR,
+            verdict=None,
+            reason=f"runner error: {exc}",
+            device="unknown",
+            host="",
+            on_requested=False,
+            results={},
+            log="",
+        )
+        raise
+    finally:
+        discard(run_dir)
+    if outcome.cancelled:
+        state, reason = VerificationState.CANCELLED, "cancelled: the test process group was killed"
+    elif outcome.timed_out:
+        state, reason = (
+            VerificationState.ERROR,
+            f"timed out after {settings.verify_timeout_s:.0f} s",
+        )
+    elif outcome.verdict is None:
+        state, reason = VerificationState.ERROR, "; ".join(outcome.problems) or "no verdict"
+    else:
+        state = VerificationState.DONE
+        reason = where_it_ran(outcome.device, plan.requested_queue, outcome.on_requested_device)
+    _finish(
+        settings,
+        verification_id,
+        state=state,
+        verdict=outcome.verdict,
+        reason=reason,
+        device=outcome.device,
+        host=outcome.host,
+        on_requested=outcome.on_requested_device,
+        results={**outcome.results(), "head_sha": plan.head_sha},
+        log=log[-LOG_CHARS:],
+    )
+
+
+def _finish(
+    settings: Settings,
+    verification_id: int,
+    *,
+    state: VerificationState,
+    verdict: str | None,
+    reason: str,
+    device: str,
+    host: str,
+    on_requested: bool,
+    results: dict[str, Any],
+    log: str,
+) -> None:
+    with session_scope(settings.resolved_database_url) as session:
+        verification = session.get_one(Verification, verification_id)
+        if (
+            verification.state == VerificationState.CANCELLED.value
+            and state != VerificationState.CANCELLED
+        ):
+            state = VerificationState.CANCELLED
+        verification.state, verification.verdict, verification.reason = state.value, verdict, reason
+        verification.device, verification.host, verification.on_requested_device = (
+            device,
+            host,
+            on_requested,
+        )
+        verification.results, verification.log, verification.finished_at = results, log, utcnow()
+        verification.tests = [t["test_id"] for t in results.get("tests", [])]
+        _report(session, verification.fix, verification)
+
+
+def _report(session: Any, fix: Fix, verification: Verification) -> None:
+    passed = verification.verdict in ("fixed", "not_reproduced")
+    for run in fix.runs:
+        move_run(
+            session,
+            run=run,
+            to=RunState.VERIFIED if passed else RunState.FAILED,
+            reason=f"verification #{verification.id}: {verification.verdict or verification.state}",
+        )
+    forge = forge_for(fix)
+    state, description = status_for(verification.verdict, verification.state, verification.reason)
+    forge.set_status(session, fix, state=state, context=STATUS_CONTEXT, description=description)
+    results = verification.results
+    forge.comment(
+        session,
+        fix,
+        comment_body(
+            verification_id=verification.id,
+            verdict=verification.verdict,
+            state=verification.state,
+            reason=verification.reason,
+            device=verification.device or "unknown",
+            host=verification.host or "",
+            queue=verification.queue or "",
+            requested_queue=verification.requested_queue,
+            on_requested=bool(verification.on_requested_device),
+            seconds=float(results.get("seconds", 0.0)),
+            tests=results.get("tests", []),
+            flaky=results.get("flaky", []),
+            problems=results.get("problems", []),
+            isolation=str(results.get("isolation", "")),
+        ),
+    )
