@@ -42,13 +42,18 @@ class Settings(BaseSettings):
     stale_after_s: float = 120.0
     task_max_retries: int = 5
     public_url: str = "http://127.0.0.1:8000"
-    verify_default_queue: str = Field(default="cpu", description="Queue when the failure names no GPU")
+    verify_default_queue: str = Field(
+        default="cpu", description="Queue when the failure names no GPU"
+    )
     verify_fallback_queues: list[str] = Field(
-        default_factory=lambda: ["gpu.any", "cpu"], description="Tried in order when no worker claims"
+        default_factory=lambda: ["gpu.any", "cpu"],
+        description="Tried in order when no worker claims",
     )
     verify_fallback_after_s: float = 120.0
     verify_timeout_s: float = 1800.0
-    verify_reruns: int = Field(default=2, ge=0, description="Re-runs of a failing test before it counts")
+    verify_reruns: int = Field(
+        default=2, ge=0, description="Re-runs of a failing test before it counts"
+    )
     runner_dir: Path | None = Field(
         default=None, description="Verification work dirs (default: the system temp dir)"
     )
@@ -87,7 +92,8 @@ class Settings(BaseSettings):
         default=100, ge=0, description="Open PRs examined when looking for one that fixes the same"
     )
     pr_title_template: str = Field(
-        default="[{ticket}][{type}] {summary}", description="Fix PR title; {ticket} {type} {summary}"
+        default="[{ticket}][{type}] {summary}",
+        description="Fix PR title; {ticket} {type} {summary}",
     )
     pr_type: str = "fix"
     pr_ticket_default: str = "None"

@@ -139,7 +139,7 @@ def verify_fix(self: RepairbotTask, verification_id: int) -> None:
         device=outcome.device,
         host=outcome.host,
         on_requested=outcome.on_requested_device,
-        results={**outcome.results(), "head_sha": plan.head_sha},
+        results={**outcome.results(), "head_sha": plan.head_sha, "worker": self.request.hostname},
         log=log[-LOG_CHARS:],
     )
 
