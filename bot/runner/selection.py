@@ -65,7 +65,7 @@ def import_graph(root: Path, files: Sequence[str]) -> dict[str, set[str]]:
     return graph
 
 
-def tests_importing(graph: dict[str, set[str]], changed: Iterable[str]) -> list[str]:
+def find_importing_tests(graph: dict[str, set[str]], changed: Iterable[str]) -> list[str]:
     """Test files that import any of ``changed``, directly or through other repository modules."""
     importers: dict[str, set[str]] = defaultdict(set)
     for source, targets in graph.items():
@@ -127,7 +127,7 @@ def select_tests(root: Path, *, changed: Sequence[str], failed: Sequence[str]) -
     """The plan: failed tests that still exist, test files importing changed code, and the rest."""
     files, _ = list_python_files(root)
     graph = import_graph(root, files)
-    importing = tests_importing(graph, changed)
+    importing = find_importing_tests(graph, changed)
     known_failed = sorted({t for t in failed if (root / t.split("::", 1)[0]).is_file()})
     whole_files = set(importing)
     targets = sorted(

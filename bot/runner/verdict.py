@@ -50,7 +50,8 @@ def compare(
         elif was in FAILING and now == "passed":
             meaning = "fixed"
         elif now in FAILING or now == "not_run":
-            meaning = "new_failure" if was == "passed" else "still_failing"
+            broke = was == "passed" or (was == "not_run" and not targeted)
+            meaning = "new_failure" if broke else "still_failing"
         elif targeted and was == "passed":
             meaning = "not_reproduced"
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,7 @@ def verify(
     reruns: int,
     should_cancel: Callable[[], bool],
     python: str = sys.executable,
+    extra_env: Mapping[str, str] | None = None,
 ) -> VerificationOutcome:
     """Run the selected tests at the base and at the fix head, and compare."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -99,7 +100,7 @@ def verify(
             on_requested_device=on_requested_device(device, plan.requested_queue),
             selection=selection,
         )
-        env = clean_environment(run_dir)
+        env = clean_environment(run_dir, extra_env)
         phases: list[PhaseResult] = []
         for name, tree in (("before", before_tree), ("after", after_tree)):
             ctx = PhaseContext(tree, run_dir, log_path, python, limits, reruns, should_cancel, env)

@@ -15,9 +15,17 @@ def _meanings(before, after, targets):
 
 
 def test_collection_error_fixed_is_judged_through_the_tests_that_now_run():
-    after = {"tests/test_a.py::x": "passed", "tests/test_a.py::y": "passed", "tests/test_b.py::t": "passed"}
+    after = {
+        "tests/test_a.py::x": "passed",
+        "tests/test_a.py::y": "passed",
+        "tests/test_b.py::t": "passed",
+    }
     meanings = _meanings(COLLECTION_ERROR, after, ["tests/test_a.py"])
-    assert meanings == {"tests/test_a.py::x": "fixed", "tests/test_a.py::y": "fixed", "tests/test_b.py::t": "passing"}
+    assert meanings == {
+        "tests/test_a.py::x": "fixed",
+        "tests/test_a.py::y": "fixed",
+        "tests/test_b.py::t": "passing",
+    }
     assert overall(compare(COLLECTION_ERROR, after, ["tests/test_a.py"])) is Verdict.FIXED
 
 
@@ -33,8 +41,18 @@ def test_module_still_not_importable_is_still_failing():
         ({"t::a": "failed"}, {"t::a": "passed"}, ["t::a"], Verdict.FIXED),
         ({"t::a": "failed"}, {"t::a": "failed"}, ["t::a"], Verdict.STILL_FAILING),
         ({"t::a": "passed"}, {"t::a": "passed"}, ["t::a"], Verdict.NOT_REPRODUCED),
-        ({"t::a": "failed", "t::b": "passed"}, {"t::a": "passed", "t::b": "failed"}, ["t::a"], Verdict.NEW_FAILURES),
-        ({"t::a": "failed", "t::b": "passed"}, {"t::a": "failed", "t::b": "error"}, ["t::a"], Verdict.NEW_FAILURES),
+        (
+            {"t::a": "failed", "t::b": "passed"},
+            {"t::a": "passed", "t::b": "failed"},
+            ["t::a"],
+            Verdict.NEW_FAILURES,
+        ),
+        (
+            {"t::a": "failed", "t::b": "passed"},
+            {"t::a": "failed", "t::b": "error"},
+            ["t::a"],
+            Verdict.NEW_FAILURES,
+        ),
         ({"t::a": "failed"}, {"t::a": "passed", "t::c": "skipped"}, ["t::a"], Verdict.FIXED),
         ({"t::a": "failed"}, {}, ["t::a"], Verdict.STILL_FAILING),
     ],
