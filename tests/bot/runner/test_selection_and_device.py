@@ -8,7 +8,7 @@ import pytest
 
 from bot.runner.device import matches_gpu_type, on_requested_device
 from bot.runner.sandbox import Limits, clean_environment, run_isolated
-from bot.runner.selection import extra_command, import_graph, select_tests, find_importing_tests
+from bot.runner.selection import extra_command, find_importing_tests, import_graph, select_tests
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

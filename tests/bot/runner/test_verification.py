@@ -13,6 +13,7 @@ from bot.runner.verification import VerificationPlan, verify
 from tests.bot.runner.conftest import OPS_BREAKS_SUB, OPS_FIXED, OPS_NOT_FIXED
 
 FAILED = ["tests/test_ops.py::test_add"]
+DEFAULT_LIMITS = Limits(timeout_s=300)
 PYENV_312 = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python"
 
 
@@ -21,7 +22,7 @@ def _verify(
     head,
     tmp_path,
     *,
-    limits=Limits(timeout_s=300),
+    limits=DEFAULT_LIMITS,
     cancel=lambda: False,
     python=None,
     queue="gpu.H100_PCIe",
