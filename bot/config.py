@@ -49,7 +49,7 @@ class Settings(BaseSettings):
         default_factory=lambda: ["gpu.any", "cpu"],
         description="Tried in order when no worker claims",
     )
-    verify_fallback_after_s: float = 120.0
+    verify_fallback_after_s: float = 30.0
     verify_timeout_s: float = 1800.0
     verify_reruns: int = Field(
         default=2, ge=0, description="Re-runs of a failing test before it counts"
@@ -58,7 +58,8 @@ class Settings(BaseSettings):
         default=None, description="Verification work dirs (default: the system temp dir)"
     )
     worker_queues: list[str] = Field(
-        default_factory=lambda: ["repair", "cpu"], description="Queues the embedded worker consumes"
+        default_factory=lambda: ["repair", "cpu", "gpu.any"],
+        description="Queues the embedded worker consumes",
     )
     github_api_url: str = Field(
         default="https://api.github.com", description="REST API base (GHE: https://HOST/api/v3)"

@@ -102,3 +102,18 @@ def wait_for_runs(
                 f"runs still in progress after {timeout_s}s: {[r['state'] for r in runs]}"
             )
         time.sleep(0.1)
+
+
+def wait_for_verification(
+    client: httpx.Client, fix_id: int, *, timeout_s: float = 600
+) -> dict[str, Any]:
+    """Poll a fix until its latest verification finished; returns that verification."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        fix: dict[str, Any] = client.get(f"/api/v1/fixes/{fix_id}").raise_for_status().json()
+        latest = fix["verifications"][-1] if fix["verifications"] else None
+        if latest is not None and latest["state"] not in ("queued", "running"):
+            return dict(latest)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fix {fix_id} not verified after {timeout_s}s: {latest}")
+        time.sleep(0.5)

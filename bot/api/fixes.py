@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, status
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.db.models import Fix, RepairRun, Report
+from bot.db.models import Fix, RepairRun, Report, Verification
 from bot.deps import get_session
 
 router = APIRouter(prefix="/api/v1")
@@ -54,6 +54,26 @@ def _report_json(report: Report, *, detail: bool) -> dict[str, Any]:
     return data
 
 
+def _verification_json(verification: Verification, *, detail: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": verification.id,
+        "state": verification.state,
+        "verdict": verification.verdict,
+        "requested_by": verification.requested_by,
+        "requested_queue": verification.requested_queue,
+        "queue": verification.queue,
+        "host": verification.host,
+        "device": verification.device,
+        "on_requested_device": verification.on_requested_device,
+        "reason": verification.reason,
+        "created_at": verification.created_at.isoformat(),
+        "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
+    }
+    if detail:
+        data.update(results=verification.results, log=verification.log)
+    return data
+
+
 def _fix_json(fix: Fix, *, detail: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": fix.id,
@@ -72,9 +92,24 @@ def _fix_json(fix: Fix, *, detail: bool) -> dict[str, Any]:
         "violations": fix.violations,
         "created_at": fix.created_at.isoformat(),
         "runs": [run.id for run in fix.runs],
+        "verifications": [_verification_json(v, detail=detail) for v in fix.verifications],
     }
     if detail:
-        data.update(body=fix.body, diff=fix.diff)
+        data.update(
+            body=fix.body,
+            diff=fix.diff,
+            comments=[
+                {
+                    "kind": c.kind,
+                    "author": c.author,
+                    "body": c.body,
+                    "context": c.context,
+                    "state": c.state,
+                    "created_at": c.created_at.isoformat(),
+                }
+                for c in fix.comments
+            ],
+        )
     return data
 
 
@@ -112,7 +147,11 @@ def list_fixes(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[dict[str, Any]]:
     """Every fix PR, newest first; ``state`` filters (open, merged, closed, superseded)."""
-    query = select(Fix).options(selectinload(Fix.runs)).order_by(Fix.id.desc())
+    query = (
+        select(Fix)
+        .options(selectinload(Fix.runs), selectinload(Fix.verifications))
+        .order_by(Fix.id.desc())
+    )
     if state:
         query = query.where(Fix.state == state)
     return [

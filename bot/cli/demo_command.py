@@ -27,7 +27,13 @@ def demo(
     import httpx
 
     from bot.config import get_settings
-    from bot.demo import build_target, post_failure, run_tests, wait_for_runs
+    from bot.demo import (
+        build_target,
+        post_failure,
+        run_tests,
+        wait_for_runs,
+        wait_for_verification,
+    )
 
     console = Console()
     settings = get_settings()
@@ -64,5 +70,12 @@ def demo(
                 console.print(f"  branch {escape(fix['branch'])} in {escape(fix['repository'])}")
                 console.print(f"  files: {escape(', '.join(fix['files']))}")
                 console.print(f"  API: {url}/api/v1/fixes/{fix['id']}")
+                with console.status("verifying the fix (before and after, in the sandbox)"):
+                    verification = wait_for_verification(client, fix["id"], timeout_s=timeout)
+                said = verification["verdict"] or verification["state"]
+                console.print(
+                    f"  verification #{verification['id']}: [bold]{said}[/bold] — "
+                    f"{escape(verification['reason'])}"
+                )
     if not any(run["fix_id"] for run in report["runs"]):
         raise typer.Exit(1)

@@ -41,8 +41,12 @@ def request_verification(
     gpu_types: Sequence[str] | None = None,
     options: dict[str, Any] | None = None,
 ) -> Verification:
-    """Record a queued verification of ``fix`` and send it to its GPU queue after commit."""
-    gpus = list(gpu_types) if gpu_types else failure_gpu_types(fix)
+    """Record a queued verification of ``fix`` and send it to its GPU queue after commit.
+
+    ``gpu_types`` None means the GPU types of the failures the fix answers; an empty list means
+    no GPU (the default queue).
+    """
+    gpus = list(gpu_types) if gpu_types is not None else failure_gpu_types(fix)
     verification = Verification(
         fix_id=fix.id,
         requested_by=requested_by,

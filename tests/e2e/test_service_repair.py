@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs
+from bot.demo import build_target, post_failure, run_tests, wait_for_runs, wait_for_verification
 from bot.forge.git import fresh_worktree
 from tests.conftest import CI_TOKEN, drop_all_tables
 
@@ -53,8 +53,8 @@ def _assert_branch_passes(repo: Path, branch: str, tmp_path: Path) -> None:
     assert after.returncode == 0, after.console.decode(errors="replace")[-3000:]
 
 
-def test_embedded_default_repairs_once(make_service, failing_target, tmp_path):
-    service = make_service()
+def test_embedded_default_repairs_once_and_verifies(make_service, failing_target, tmp_path):
+    service = make_service(verify_fallback_after_s="1")
     service.start_api()
     answer, report, fixes = _repair(service, failing_target, build_number=1)
     assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
@@ -62,6 +62,16 @@ def test_embedded_default_repairs_once(make_service, failing_target, tmp_path):
     fix = fixes[0]
     assert fix["branch"].startswith("repairbot/contract-forward-override/")
     _assert_branch_passes(failing_target[0], fix["branch"], tmp_path)
+    with service.client() as client:
+        verification = wait_for_verification(client, fix["id"], timeout_s=600)
+        detail = client.get(f"/api/v1/fixes/{fix['id']}").json()
+        runs = client.get(answer["url"]).json()["runs"]
+    assert verification["verdict"] == "fixed", verification
+    assert verification["device"] == "cpu" and verification["on_requested_device"] is False
+    assert verification["queue"] in ("gpu.any", "cpu")
+    comment = next(c["body"] for c in detail["comments"] if c["kind"] == "comment")
+    assert "NOT on the requested H100_PCIe" in comment and "| fixed |" in comment
+    assert runs[0]["state"] == "verified"
 
     again, _, fixes_after_repost = _repair(service, failing_target, build_number=1)
     assert again["duplicate"] is True and again["report_id"] == answer["report_id"]
