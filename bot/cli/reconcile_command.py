@@ -1,0 +1,36 @@
+"""``repairbot reconcile``: re-send what a crash left unfinished (once, or as a loop: ``beat``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``reconcile`` to the application."""
+    app.command("reconcile")(reconcile)
+
+
+def reconcile(
+    loop: Annotated[bool, typer.Option("--loop", help="Keep reconciling every interval")] = False,
+) -> None:
+    """Re-enqueue stale repair runs, unclassified reports and unclaimed or lost verifications."""
+    import threading
+
+    from bot.config import get_settings
+    from bot.db.migrate import upgrade
+    from bot.tasks.celery_app import configure_celery
+    from bot.tasks.reconcile import reconcile_once
+
+    settings = get_settings()
+    upgrade(settings.resolved_database_url)
+    configure_celery(settings)
+    console = Console(stderr=True)
+    stop = threading.Event()
+    while True:
+        sent = reconcile_once(settings)
+        console.print(f"reconciled: {sent} task(s) re-sent")
+        if not loop or stop.wait(settings.reconcile_interval_s):
+            return
