@@ -10,6 +10,7 @@
 #   gpu-tests.xml     JUnit XML of `pytest runtime/tests -m gpu`
 #   gpu-tests.log     the pytest console output
 #   bench-cuda.txt    bench/runtime.py on CUDA at batch 1 and 8 (+ .json)
+#   verify-demo.json  the verification runner on the demo repository (verdict, device)
 #   summary.txt       one line per stage with its exit status
 # Exit status: 0 when the GPU tests pass and the benchmark's tokens are identical to greedy;
 # 2 when no CUDA device is visible (nothing was checked, which is not a pass); 1 otherwise.
@@ -57,8 +58,13 @@ for bs in 1 8; do
     [ "$rc" -eq 0 ] || bench_rc=$rc
 done
 
+# The verification runner on the demo repository, on this GPU (issue: verification runner).
+"$PYTHON" scripts/verify_demo.py --queue gpu.any --json "$OUT/verify-demo.json" 2>&1 | tee "$OUT/verify-demo.txt"
+verify_rc=${PIPESTATUS[0]}
+echo "verify demo on cuda: exit $verify_rc" >> "$summary"
+
 cat "$summary"
-if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
+if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ] || [ "$verify_rc" -ne 0 ]; then
     exit 1
 fi
 exit 0
