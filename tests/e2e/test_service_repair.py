@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -80,21 +81,45 @@ def test_embedded_default_repairs_once_and_verifies(make_service, failing_target
     assert len(fixes_after_repost) == len(fixes_after_new_build) == 1
 
 
-def _redis_db() -> str:
-    return f"redis://127.0.0.1:6379/{int(uuid.uuid4().int % 10) + 5}"
+def _fresh_broker(kind: str) -> tuple[str, Callable[[], None]]:
+    """An empty Redis database or RabbitMQ virtual host for one test, and its cleanup."""
+    if kind == "redis":
+        url = f"redis://127.0.0.1:6379/{uuid.uuid4().int % 10 + 5}"
+        subprocess.run(["redis-cli", "-u", url, "FLUSHDB"], check=True, capture_output=True)
+        return url, lambda: None
+    vhost = f"repairbot-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["rabbitmqctl", "add_vhost", vhost], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["rabbitmqctl", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    cleanup = lambda: subprocess.run(
+        ["rabbitmqctl", "delete_vhost", vhost], capture_output=True, timeout=60
+    )  # noqa: E731
+    return f"amqp://guest:guest@127.0.0.1:5672/{vhost}", cleanup
 
 
-def test_postgres_redis_and_a_separate_worker(make_service, failing_target, postgres_url, tmp_path):
+@pytest.mark.parametrize("broker_kind", ["redis", "rabbitmq"])
+def test_postgres_a_real_broker_and_a_separate_worker(
+    make_service, failing_target, postgres_url, tmp_path, broker_kind
+):
     drop_all_tables(postgres_url)
-    broker = _redis_db()
-    subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=True, capture_output=True)
-    service = make_service(database_url=postgres_url, broker_url=broker, embedded_worker="false")
-    service.start_api()
-    service.start("worker", "worker", "-Q", "repair")
-    _, report, fixes = _repair(service, failing_target, build_number=10)
-    assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
-    assert len(fixes) == 1
-    _assert_branch_passes(failing_target[0], fixes[0]["branch"], tmp_path)
+    broker, cleanup = _fresh_broker(broker_kind)
+    try:
+        service = make_service(
+            database_url=postgres_url, broker_url=broker, embedded_worker="false"
+        )
+        service.start_api()
+        service.start("worker", "worker", "-Q", "repair")
+        _, report, fixes = _repair(service, failing_target, build_number=10)
+        assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
+        assert len(fixes) == 1
+        _assert_branch_passes(failing_target[0], fixes[0]["branch"], tmp_path)
+        service.stop_all()
+    finally:
+        cleanup()
 
 
 def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(

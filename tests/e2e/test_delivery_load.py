@@ -1,0 +1,83 @@
+"""1,000 GitHub deliveries over HTTP to a real `repairbot serve` (embedded worker): 10% are
+redeliveries and 5% carry bad signatures. Exactly the valid unique ones are stored and each is
+processed once; every forged one gets 401 and leaves no row."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from bot.github.signature import sign
+from tests.conftest import SECRET
+
+pytestmark = pytest.mark.e2e
+
+
+def test_thousand_deliveries_with_duplicates_and_forgeries(make_service):
+    service = make_service()
+    service.start_api()
+    rng = random.Random(5)
+    plan = []
+    for index in range(1000):
+        kind = rng.random()
+        if kind < 0.05:
+            plan.append(("forged", f"forged-{index}"))
+        elif kind < 0.15 and index > 10:
+            plan.append(("redelivery", f"d-{rng.randrange(index // 2)}"))
+        else:
+            plan.append(("valid", f"d-{index}"))
+
+    def send(item: tuple[str, str]) -> tuple[str, str, int]:
+        kind, delivery = item
+        body = json.dumps(
+            {
+                "action": "created",
+                "delivery": delivery,
+                "comment": {"body": "looks good", "user": {"login": "dev", "type": "User"}},
+                "issue": {"number": 1},
+            }
+        ).encode()
+        signature = "sha256=" + "0" * 64 if kind == "forged" else sign(SECRET.encode(), body)
+        with httpx.Client(base_url=service.url, timeout=30) as client:
+            response = client.post(
+                "/webhooks/github",
+                content=body,
+                headers={
+                    "X-GitHub-Event": "issue_comment",
+                    "X-GitHub-Delivery": delivery,
+                    "X-Hub-Signature-256": signature,
+                    "Content-Type": "application/json",
+                },
+            )
+        return kind, delivery, response.status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(send, plan))
+    forged = [r for r in results if r[0] == "forged"]
+    assert forged and all(code == 401 for _, _, code in forged)
+    accepted = {
+        delivery for kind, delivery, code in results if kind != "forged" and code in (200, 202)
+    }
+    assert all(code in (200, 202) for kind, _, code in results if kind != "forged")
+    expected = {delivery for kind, delivery in plan if kind != "forged"}
+    assert accepted == expected
+
+    engine = create_engine(f"sqlite:///{service.data_dir / 'repairbot.db'}")
+    deadline = time.monotonic() + 300
+    while True:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT key, outcome FROM deliveries")).all()
+        if all(outcome == "processed" for _, outcome in rows) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    engine.dispose()
+    keys = [key for key, _ in rows]
+    assert len(keys) == len(set(keys)) == len(expected)
+    assert {key.removeprefix("github:") for key in keys} == expected
+    assert all(outcome == "processed" for _, outcome in rows), service.logs()
