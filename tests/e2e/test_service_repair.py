@@ -95,9 +95,10 @@ def _fresh_broker(kind: str) -> tuple[str, Callable[[], None]]:
         capture_output=True,
         timeout=60,
     )
-    cleanup = lambda: subprocess.run(
-        ["rabbitmqctl", "delete_vhost", vhost], capture_output=True, timeout=60
-    )  # noqa: E731
+
+    def cleanup() -> None:
+        subprocess.run(["rabbitmqctl", "delete_vhost", vhost], capture_output=True, timeout=60)
+
     return f"amqp://guest:guest@127.0.0.1:5672/{vhost}", cleanup
 
 
