@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from bot.api import ci_failures, fixes, health, metrics, webhooks
 from bot.config import Settings, get_settings
+from bot.dashboard.routes import install as install_dashboard
 from bot.tasks.celery_app import configure_celery
 
 
@@ -16,4 +17,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     configure_celery(app.state.settings)
     for module in (health, webhooks, ci_failures, fixes, metrics):
         app.include_router(module.router)
+    install_dashboard(app)
     return app

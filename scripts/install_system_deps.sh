@@ -4,7 +4,7 @@
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${missing[*]} (run this script as root to install them)" >&2

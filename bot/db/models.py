@@ -55,8 +55,16 @@ class RunState(StrEnum):
 
 
 TERMINAL_STATES = frozenset(
-    {RunState.PR_OPENED, RunState.VERIFYING, RunState.VERIFIED, RunState.FAILED,
-     RunState.NO_FIX_NEEDED, RunState.DUPLICATE, RunState.UNCLASSIFIED, RunState.ERROR}
+    {
+        RunState.PR_OPENED,
+        RunState.VERIFYING,
+        RunState.VERIFIED,
+        RunState.FAILED,
+        RunState.NO_FIX_NEEDED,
+        RunState.DUPLICATE,
+        RunState.UNCLASSIFIED,
+        RunState.ERROR,
+    }
 )
 # Once a PR exists, its run moves only through verification: again on every `/bot run`.
 VERIFICATION_STATES = frozenset(
@@ -154,7 +162,7 @@ class RepairRun(Base):
     state: Mapped[str] = mapped_column(String(32), default=RunState.RECEIVED.value)
     reason: Mapped[str] = mapped_column(Text, default="")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"))
+    fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"), index=True)
     linked_url: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -189,15 +197,17 @@ class Fix(Base):
             sqlite_where=text("state = 'open'"),
             postgresql_where=text("state = 'open'"),
         ),
+        # The dashboard: counts per state and fixes per day read only this index.
+        Index("ix_fixes_state_created", "state", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     forge: Mapped[str] = mapped_column(String(16))
-    repository: Mapped[str] = mapped_column(Text)
+    repository: Mapped[str] = mapped_column(Text, index=True)
     number: Mapped[int | None] = mapped_column(Integer)
     url: Mapped[str | None] = mapped_column(Text)
     dedupe_key: Mapped[str] = mapped_column(String(64))
-    signature: Mapped[str] = mapped_column(String(64))
+    signature: Mapped[str] = mapped_column(String(64), index=True)
     base_ref: Mapped[str | None] = mapped_column(String(200))
     base_sha: Mapped[str] = mapped_column(String(64))
     branch: Mapped[str] = mapped_column(String(200))
@@ -305,5 +315,7 @@ class GitHubWrite(Base):
     target: Mapped[str] = mapped_column(String(200), default="")
     remote_id: Mapped[str | None] = mapped_column(String(64))
     remote_url: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, index=True
+    )
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

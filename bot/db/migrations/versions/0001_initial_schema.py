@@ -2,14 +2,13 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 15:29:40.548632
+Create Date: 2026-11-29 15:34:37.211798
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
 
 revision = "0001"
 down_revision = None
@@ -62,6 +61,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("fixes", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_fixes_contract_key"), ["contract_key"], unique=False)
+        batch_op.create_index(batch_op.f("ix_fixes_repository"), ["repository"], unique=False)
+        batch_op.create_index(batch_op.f("ix_fixes_signature"), ["signature"], unique=False)
+        batch_op.create_index("ix_fixes_state_created", ["state", "created_at"], unique=False)
         batch_op.create_index(
             "uq_fixes_open_dedupe_key",
             ["dedupe_key"],
@@ -219,6 +221,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("report_id", "root_cause", name="uq_runs_report_root_cause"),
     )
     with op.batch_alter_table("repair_runs", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_repair_runs_fix_id"), ["fix_id"], unique=False)
         batch_op.create_index("ix_runs_state_updated", ["state", "updated_at"], unique=False)
 
     op.create_table(
@@ -247,6 +250,7 @@ def downgrade() -> None:
     op.drop_table("transitions")
     with op.batch_alter_table("repair_runs", schema=None) as batch_op:
         batch_op.drop_index("ix_runs_state_updated")
+        batch_op.drop_index(batch_op.f("ix_repair_runs_fix_id"))
 
     op.drop_table("repair_runs")
     with op.batch_alter_table("verifications", schema=None) as batch_op:
@@ -272,6 +276,9 @@ def downgrade() -> None:
             sqlite_where=sa.text("state = 'open'"),
             postgresql_where=sa.text("state = 'open'"),
         )
+        batch_op.drop_index("ix_fixes_state_created")
+        batch_op.drop_index(batch_op.f("ix_fixes_signature"))
+        batch_op.drop_index(batch_op.f("ix_fixes_repository"))
         batch_op.drop_index(batch_op.f("ix_fixes_contract_key"))
 
     op.drop_table("fixes")

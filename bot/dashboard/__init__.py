@@ -1,0 +1,1 @@
+"""The dashboard: server-rendered pages of every fix PR and every failure received."""

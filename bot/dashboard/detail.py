@@ -1,0 +1,217 @@
+"""``/fixes/{id}``: a fix PR with its timeline, evidence, verifications and command history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session, selectinload
+
+from bot.dashboard.formatting import aware, duration_text, seconds_between
+from bot.dashboard.queries import classes_of
+from bot.dashboard.results import TestResult, test_results
+from bot.db.models import CommandInvocation, Fix, RepairRun, Report, Verification
+
+STATE_LABELS = {
+    "classified": "Classified",
+    "swept": "Swept the repository",
+    "patched": "Patched",
+    "pr_opened": "PR opened",
+    "verifying": "Verifying",
+    "verified": "Verified",
+    "failed": "Repair failed",
+    "no_fix_needed": "No fix needed",
+    "duplicate": "Duplicate of an open fix",
+    "unclassified": "Unclassified",
+    "error": "Error",
+}
+MAX_LOG_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the timeline."""
+
+    at: datetime | None
+    kind: str
+    title: str
+    detail: str = ""
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class VerificationView:
+    """A verification with its per-test results and log."""
+
+    row: Verification
+    tests: list[TestResult]
+    log: str
+    log_truncated: bool
+
+    @property
+    def took(self) -> str:
+        """How long the job ran."""
+        return duration_text(seconds_between(self.row.started_at, self.row.finished_at))
+
+
+@dataclass
+class FixDetail:
+    """Everything ``/fixes/{id}`` shows."""
+
+    fix: Fix
+    reports: list[Report]
+    findings: list[dict[str, Any]]
+    classes: list[str]
+    verifications: list[VerificationView]
+    commands: list[CommandInvocation]
+    timeline: list[Event] = field(default_factory=list)
+
+    @property
+    def failure_at(self) -> datetime | None:
+        """When the first failure behind this fix arrived."""
+        times = [aware(r.received_at) for r in self.reports]
+        return min((t for t in times if t is not None), default=None)
+
+    @property
+    def time_to_pr(self) -> float | None:
+        """Seconds from the first failure to the PR."""
+        return seconds_between(self.failure_at, self.fix.created_at)
+
+
+def tail(text: str, limit: int = MAX_LOG_CHARS) -> tuple[str, bool]:
+    """The last ``limit`` characters of a log, and whether anything was cut."""
+    return (text[-limit:], True) if len(text) > limit else (text, False)
+
+
+def load_fix(session: Session, fix_id: int) -> FixDetail | None:
+    """The fix with everything around it, or None."""
+    fix = session.scalar(
+        select(Fix)
+        .where(Fix.id == fix_id)
+        .options(
+            selectinload(Fix.runs).selectinload(RepairRun.report),
+            selectinload(Fix.runs).selectinload(RepairRun.transitions),
+            selectinload(Fix.verifications),
+            selectinload(Fix.comments),
+        )
+    )
+    if fix is None:
+        return None
+    reports = list({run.report.id: run.report for run in fix.runs}.values())
+    commands = list(
+        session.scalars(
+            select(CommandInvocation)
+            .where(
+                or_(
+                    CommandInvocation.fix_id == fix.id,
+                    and_(
+                        CommandInvocation.fix_id.is_(None),
+                        CommandInvocation.repository == fix.repository,
+                        CommandInvocation.pr_number == fix.number,
+                    ),
+                )
+            )
+            .order_by(CommandInvocation.id)
+        )
+    )
+    verifications = [_verification(v) for v in fix.verifications]
+    detail = FixDetail(
+        fix=fix,
+        reports=reports,
+        findings=_findings(fix, reports),
+        classes=classes_of(fix.violations or []),
+        verifications=verifications,
+        commands=commands,
+    )
+    detail.timeline = timeline(detail)
+    return detail
+
+
+def _verification(row: Verification) -> VerificationView:
+    log, cut = tail(row.log or "")
+    return VerificationView(row, test_results(row.results, row.tests), log, cut)
+
+
+def _findings(fix: Fix, reports: list[Report]) -> list[dict[str, Any]]:
+    """The findings of this fix's signature (all findings when none match), with the report."""
+    everything = [
+        {**finding, "report_id": report.id}
+        for report in reports
+        for finding in report.findings or []
+        if isinstance(finding, dict)
+    ]
+    matching = [f for f in everything if f.get("signature") == fix.signature]
+    return matching or everything
+
+
+def timeline(detail: FixDetail) -> list[Event]:
+    """Received, classified, swept, PR opened, each verification, comments, merged or closed."""
+    fix = detail.fix
+    events: list[Event] = []
+    for report in detail.reports:
+        where = " ".join(str(p) for p in (report.pipeline, f"#{report.build_number}") if p)
+        events.append(
+            Event(
+                report.received_at,
+                "received",
+                "Failure received",
+                f"{where} · {report.stage or 'no stage'} · {report.failure_count} failing",
+                report.build_url,
+            )
+        )
+    for run in fix.runs:
+        for move in run.transitions:
+            title = STATE_LABELS.get(move.to_state, move.to_state)
+            events.append(Event(move.at, move.to_state, f"{title} (run {run.id})", move.reason))
+    for view in detail.verifications:
+        v = view.row
+        events.append(
+            Event(
+                v.created_at,
+                "verify",
+                f"Verification {v.id} requested",
+                f"by {v.requested_by} · queue {v.requested_queue}",
+            )
+        )
+        if v.started_at:
+            events.append(
+                Event(
+                    v.started_at,
+                    "verify",
+                    f"Verification {v.id} started",
+                    f"{v.device or 'device unknown'} on {v.host or 'unknown host'}",
+                )
+            )
+        if v.finished_at:
+            verdict = (v.verdict or v.state).replace("_", " ")
+            events.append(
+                Event(
+                    v.finished_at,
+                    f"v-{v.verdict or v.state}",
+                    f"Verification {v.id}: {verdict}",
+                    v.reason,
+                )
+            )
+    for comment in fix.comments:
+        if comment.kind == "status":
+            title = f"Status {comment.context or ''}: {comment.state or ''}".strip()
+            events.append(Event(comment.created_at, "status", title, comment.body))
+        else:
+            events.append(Event(comment.created_at, "comment", f"Comment by {comment.author}", ""))
+    for command in detail.commands:
+        events.append(
+            Event(
+                command.created_at,
+                "command",
+                f"{command.text[:80]}",
+                f"by {command.author} → {command.outcome}",
+            )
+        )
+    if fix.closed_at or fix.state != "open":
+        events.append(Event(fix.closed_at, f"s-{fix.state}", f"PR {fix.state}", fix.state_reason))
+    order = {id(e): n for n, e in enumerate(events)}
+    last = datetime.max.replace(tzinfo=UTC)
+    events.sort(key=lambda e: (aware(e.at) or last, order[id(e)]))
+    return events

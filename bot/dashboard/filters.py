@@ -1,0 +1,92 @@
+"""Query-string filters of the list pages, parsed leniently: a bad value means "no filter"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from urllib.parse import urlencode
+
+from bot.db.models import FixState, Verdict
+
+PAGE_SIZE = 50
+UNVERIFIED = "unverified"
+FIX_STATES = tuple(state.value for state in FixState)
+VERDICTS = (*(verdict.value for verdict in Verdict), UNVERIFIED)
+FAILURE_KINDS = ("classified", "unclassified")
+MAX_SEARCH = 200
+
+
+def _page(raw: str | None) -> int:
+    try:
+        return max(1, min(int(raw or 1), 1_000_000))
+    except ValueError:
+        return 1
+
+
+def _choice(raw: str | None, allowed: tuple[str, ...]) -> str:
+    return raw if raw in allowed else ""
+
+
+def _text(raw: str | None) -> str:
+    return (raw or "").strip()[:MAX_SEARCH]
+
+
+@dataclass(frozen=True)
+class FixFilters:
+    """Filters of ``/``: repository, state, signature, verdict, free-text search, page."""
+
+    repository: str = ""
+    state: str = ""
+    signature: str = ""
+    verdict: str = ""
+    q: str = ""
+    page: int = 1
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> FixFilters:
+        """Parse a query string; unknown states and verdicts are ignored, not errors."""
+        return cls(
+            repository=_text(params.get("repository")),
+            state=_choice(params.get("state"), FIX_STATES),
+            signature=_text(params.get("signature"))[:64],
+            verdict=_choice(params.get("verdict"), VERDICTS),
+            q=_text(params.get("q")),
+            page=_page(params.get("page")),
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter (not counting the page) is set."""
+        return any((self.repository, self.state, self.signature, self.verdict, self.q))
+
+    def query(self, **changes: str | int) -> str:
+        """The query string for these filters with ``changes`` applied (empty values dropped)."""
+        values = asdict(replace(self, **changes))  # type: ignore[arg-type]
+        if values["page"] == 1:
+            values.pop("page")
+        return urlencode({k: v for k, v in values.items() if v not in ("", None)})
+
+
+@dataclass(frozen=True)
+class FailureFilters:
+    """Filters of ``/failures``: classified or not, free-text search, page."""
+
+    kind: str = ""
+    q: str = ""
+    page: int = 1
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> FailureFilters:
+        """Parse a query string leniently."""
+        return cls(
+            kind=_choice(params.get("kind"), FAILURE_KINDS),
+            q=_text(params.get("q")),
+            page=_page(params.get("page")),
+        )
+
+    def query(self, **changes: str | int) -> str:
+        """The query string for these filters with ``changes`` applied (empty values dropped)."""
+        values = asdict(replace(self, **changes))  # type: ignore[arg-type]
+        if values["page"] == 1:
+            values.pop("page")
+        return urlencode({k: v for k, v in values.items() if v not in ("", None)})

@@ -1,0 +1,132 @@
+"""Dashboard routes: full pages, and the ``/partials/...`` fragments the live refresh polls."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.orm import Session
+
+from bot.dashboard import charts
+from bot.dashboard.detail import load_fix
+from bot.dashboard.failures import list_failures
+from bot.dashboard.filters import FIX_STATES, VERDICTS, FailureFilters, FixFilters
+from bot.dashboard.highlight import highlight_diff
+from bot.dashboard.queries import facets, list_fixes, state_counts
+from bot.dashboard.render import page
+from bot.dashboard.stats import overview
+from bot.db.models import Verdict, utcnow
+from bot.deps import get_session
+
+router = APIRouter(include_in_schema=False)
+SessionDep = Annotated[Session, Depends(get_session)]
+STATIC_DIR = Path(__file__).parent / "static"
+VERDICT_ORDER = tuple(verdict.value for verdict in Verdict)
+
+
+def install(app: FastAPI) -> None:
+    """Add the dashboard's routes and its static files (CSS, the live-refresh script)."""
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def _fixes_context(session: Session, filters: FixFilters) -> dict[str, Any]:
+    now = utcnow()
+    summary = overview(session, now=now)
+    return {
+        "now": now,
+        "filters": filters,
+        "listing": list_fixes(session, filters=filters),
+        "overview": summary,
+        "state_counts": state_counts(session),
+        "charts": [
+            charts.fixes_per_day(summary.days, summary.per_day, FIX_STATES),
+            charts.verdict_split(summary.verdicts, VERDICT_ORDER),
+            charts.time_to_pr(summary.pr_times),
+        ],
+    }
+
+
+@router.get("/")
+def fixes_page(request: Request, session: SessionDep) -> Response:
+    """Every fix PR: funnel, charts, filters, search and pagination."""
+    started = time.perf_counter()
+    filters = FixFilters.from_params(request.query_params)
+    context = _fixes_context(session, filters)
+    context.update(facets=facets(session), states=FIX_STATES, verdicts=VERDICTS)
+    return page(request, "fixes.html", started=started, **context)
+
+
+@router.get("/partials/fixes")
+def fixes_partial(request: Request, session: SessionDep) -> Response:
+    """The live part of ``/`` for the same filters (polled by the live refresh)."""
+    started = time.perf_counter()
+    filters = FixFilters.from_params(request.query_params)
+    return page(request, "_fixes_live.html", started=started, **_fixes_context(session, filters))
+
+
+def _fix_or_404(request: Request, session: SessionDep, fix_id: int, name: str) -> Response:
+    started = time.perf_counter()
+    detail = load_fix(session, fix_id)
+    if detail is None:
+        return page(
+            request,
+            "not_found.html",
+            started=started,
+            status_code=404,
+            now=utcnow(),
+            what=f"fix #{fix_id}",
+        )
+    files, truncated = highlight_diff(detail.fix.diff or "") if name == "fix.html" else ([], False)
+    return page(
+        request,
+        name,
+        started=started,
+        now=utcnow(),
+        d=detail,
+        fix=detail.fix,
+        diff_files=files,
+        diff_truncated=truncated,
+    )
+
+
+@router.get("/fixes/{fix_id}")
+def fix_page(request: Request, session: SessionDep, fix_id: int) -> Response:
+    """One fix PR: timeline, diff, findings, violations, verifications, /bot commands."""
+    return _fix_or_404(request, session, fix_id, "fix.html")
+
+
+@router.get("/partials/fixes/{fix_id}")
+def fix_partial(request: Request, session: SessionDep, fix_id: int) -> Response:
+    """The live part of ``/fixes/{id}``: state, timeline and verifications."""
+    return _fix_or_404(request, session, fix_id, "_fix_live.html")
+
+
+@router.get("/failures")
+def failures_page(request: Request, session: SessionDep) -> Response:
+    """Every failure received, unclassified included, with the top error line."""
+    started = time.perf_counter()
+    filters = FailureFilters.from_params(request.query_params)
+    listing = list_failures(session, filters=filters)
+    return page(
+        request, "failures.html", started=started, now=utcnow(), filters=filters, listing=listing
+    )
+
+
+@router.get("/partials/failures")
+def failures_partial(request: Request, session: SessionDep) -> Response:
+    """The live part of ``/failures``."""
+    started = time.perf_counter()
+    filters = FailureFilters.from_params(request.query_params)
+    listing = list_failures(session, filters=filters)
+    return page(
+        request,
+        "_failures_live.html",
+        started=started,
+        now=utcnow(),
+        filters=filters,
+        listing=listing,
+    )
