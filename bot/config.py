@@ -15,6 +15,16 @@ PLACEHOLDER_SECRETS = frozenset(
 )
 
 
+def _looks_like_placeholder(secret: str) -> bool:
+    """Short secrets, known placeholders and ``change-this-...`` example values."""
+    squashed = secret.lower().replace("-", "").replace("_", "")
+    return (
+        secret in PLACEHOLDER_SECRETS
+        or len(secret) < 16
+        or squashed.startswith(("changeme", "changethis"))
+    )
+
+
 class Settings(BaseSettings):
     """Service settings; defaults are the embedded, no-services-needed configuration."""
 
@@ -128,8 +138,7 @@ class Settings(BaseSettings):
                 ("REPAIRBOT_GITHUB_WEBHOOK_SECRET", self.github_webhook_secret),
                 ("REPAIRBOT_CI_TOKEN", self.ci_token),
             )
-            if secret.get_secret_value() in PLACEHOLDER_SECRETS
-            or len(secret.get_secret_value()) < 16
+            if _looks_like_placeholder(secret.get_secret_value())
         ]
         if weak:
             raise ValueError(

@@ -88,3 +88,7 @@ def drop_all_tables(url: str) -> None:
     with engine.begin() as connection:
         connection.execute(text(f"DROP TABLE IF EXISTS {tables} CASCADE"))
     engine.dispose()
+
+
+# The one GitHub-API double (a real HTTP server on 127.0.0.1), shared by every test.
+from tests.fakes.github_api import github_api  # noqa: E402, F401

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import fixers.codemods
 from fixers.contracts import Contract
 from fixers.outcome import FixResult
 
+CODEMODS_DIR = Path(fixers.codemods.__file__).resolve().parent
 TEMPLATE_PATHS = (
     ".github/pull_request_template.md",
     ".github/PULL_REQUEST_TEMPLATE.md",
@@ -38,6 +41,67 @@ def fixed_violations(result: FixResult) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class TitleStyle:
+    """The target's title convention: ``[ticket][type] summary`` by default (configurable)."""
+
+    template: str = "[{ticket}][{type}] {summary}"
+    type: str = "fix"
+    default_ticket: str = "None"
+    bug_link_pattern: str = r"https://nvbugs/\d+"
+
+
+def ticket_for(texts: Iterable[str], style: TitleStyle) -> str:
+    """The first bug link in the failure texts (``https://nvbugs/N``), else the default."""
+    pattern = re.compile(style.bug_link_pattern)
+    for text in texts:
+        found = pattern.search(text or "")
+        if found:
+            return found.group(0)
+    return style.default_ticket
+
+
+def codemod_versions(names: Iterable[str]) -> list[str]:
+    """``name@<hash of its source>`` for each codemod: the exact code that made the change."""
+    versions = []
+    for name in sorted(set(names)):
+        source = CODEMODS_DIR / f"{name}.py"
+        digest = (
+            hashlib.sha256(source.read_bytes()).hexdigest()[:10] if source.is_file() else "unknown"
+        )
+        versions.append(f"{name}@{digest}")
+    return versions
+
+
+def _checklist(result: FixResult, tests: Sequence[str]) -> str:
+    """The PR checklist, each box ticked only where the evidence says so."""
+    evidence = [c.evidence for c in result.changes]
+    known = [e for e in evidence if e is not None]
+    complete = len(known) == len(evidence) and bool(known)
+
+    def box(done: bool, text: str) -> str:
+        return f"- [{'x' if done else ' '}] {text}"
+
+    return "\n".join(
+        [
+            box(
+                complete and all(e.parses and e.idempotent for e in known),
+                "Every changed file parses and a second codemod run changes nothing.",
+            ),
+            box(
+                complete and all(e.scoped for e in known),
+                "Only the targeted classes and needed imports are touched.",
+            ),
+            box(
+                complete and all(e.import_status == "ok" for e in known),
+                "Every changed module imports in a fresh interpreter.",
+            ),
+            box(bool(tests), "The failing tests are named under Test Coverage."),
+            box(False, "Verified on the failing GPU type (the verification job reports here)."),
+        ]
+    )
+
+
 def compose(
     *,
     contract: Contract,
@@ -49,12 +113,14 @@ def compose(
     base_sha: str,
     repo_root: Path,
     ticket: str = "None",
+    style: TitleStyle | None = None,
 ) -> PullRequestText:
-    """The PR's text: a ``[ticket][fix] summary`` title and a body in the template's sections."""
+    """The PR's text: a title in the target's convention and a body in its template's sections."""
+    style = style or TitleStyle()
     violations = fixed_violations(result)
     classes = sorted({c for change in result.changes for c in change.classes})
     summary = f"Move {len(classes)} {contract.base} subclass(es) to the {contract.hook} contract"
-    title = f"[{ticket}][fix] {summary}"
+    title = style.template.format(ticket=ticket, type=style.type, summary=summary)
     description = "\n".join(
         [
             f"**Root cause.** `{contract.base}` forbids overriding `{contract.forbidden}`; "
@@ -73,23 +139,22 @@ def compose(
         + "; ".join(change.evidence.lines() if change.evidence else ["no evidence"])
         for change in result.changes
     )
-    checklist = "\n".join(
-        [
-            "- [x] Every changed file parses and a second codemod run changes nothing.",
-            "- [x] Only the targeted classes and needed imports are touched.",
-            "- [ ] Verified on the failing GPU type (the verification job reports on this PR).",
-        ]
-    )
-    sections = {"description": description, "test coverage": coverage, "pr checklist": checklist}
+    sections = {
+        "description": description,
+        "test coverage": coverage,
+        "pr checklist": _checklist(result, tests),
+    }
     body = _fill_template(_read_template(repo_root), sections)
     body += f"\n\n## Safety evidence\n\n{evidence}\n"
     body += (
-        f"\n<!-- repairbot: signature={signature} contract={contract.base}.{contract.forbidden}"
-        f"->{contract.hook} base={base_sha} build={build_url or ''} -->\n"
+        f"\nReproduce locally: `git checkout {base_sha[:12]} && "
+        f"repairbot fix . --contract {contract.base} --diff`\n"
     )
+    versions = codemod_versions(name for change in result.changes for name in change.codemods)
     body += (
-        f"\nReproduce locally: `repairbot fix . --contract {contract.base} --diff` "
-        f"at `{base_sha[:12]}`.\n"
+        f"\n<!-- repairbot: signature={signature} contract={contract.base}.{contract.forbidden}"
+        f"->{contract.hook} codemods={','.join(versions)} build={build_url or ''} "
+        f"base={base_sha} -->\n"
     )
     message = (
         f"{title}\n\n"

@@ -2,16 +2,64 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+import httpx
+from github import GithubException
+
+from bot.config import Settings
 from bot.db.models import Delivery
-from bot.tasks.base import RepairbotTask
+from bot.forge.github import GitHubForge
+from bot.github.client import GitHubNotConfigured
+from bot.github.events import PayloadError, load_payload
+from bot.github.jenkins import BuildRefused
+from bot.github.retry import RateLimited
+from bot.github.webhook_handlers import EventContext, handlers_for
+from bot.tasks.base import RepairbotTask, TransientError
 from bot.tasks.celery_app import app
+
+OUTCOME_CHARS = 32
+
+
+def _forge(settings: Settings) -> GitHubForge:
+    return GitHubForge(settings)
 
 
 @app.task(name="repairbot.process_delivery", base=RepairbotTask, bind=True)
-def process_delivery(self: RepairbotTask, delivery_id: int) -> None:
-    """Mark a stored delivery processed; event handlers (``/bot``, PR state) plug in here."""
+def process_delivery(self: RepairbotTask, delivery_id: int) -> list[str]:
+    """Run every handler registered for the delivery's event; record how it ended.
+
+    Outcomes: ``processed``, ``ignored`` (no handler, or nothing for us in it), ``invalid``
+    (not a GitHub payload), ``refused`` (a link we will not follow), ``unconfigured``.
+    A rate limit or an unreachable service retries the task; the delivery stays stored.
+    """
+    settings = self.settings
+    notes: list[str] = []
     with self.session() as session:
         delivery = session.get(Delivery, delivery_id)
         if delivery is None or delivery.outcome != "stored":
-            return
-        delivery.outcome = "processed"
+            return notes
+        try:
+            payload = load_payload(delivery.body)
+        except PayloadError:
+            delivery.outcome = "invalid"
+            return notes
+        handlers = handlers_for(delivery.event)
+        outcome = "processed" if handlers else "ignored"
+        for handler in handlers:
+            ctx = EventContext(session, settings, delivery.id, payload, partial(_forge, settings))
+            try:
+                notes.append(f"{handler.name}: {handler.handle(ctx)}")
+            except GitHubNotConfigured as exc:
+                outcome = "unconfigured"
+                notes.append(f"{handler.name}: {exc}")
+            except BuildRefused as exc:
+                outcome = "refused"
+                notes.append(f"{handler.name}: {exc}")
+            except (RateLimited, httpx.TransportError) as exc:
+                raise TransientError(f"{handler.name}: {exc}") from exc
+            except (GithubException, httpx.HTTPStatusError) as exc:
+                outcome = "error"
+                notes.append(f"{handler.name}: {exc}"[:2000])
+        delivery.outcome = outcome[:OUTCOME_CHARS]
+    return notes

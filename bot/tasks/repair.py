@@ -19,9 +19,22 @@ from bot.config import Settings
 from bot.db.crud import move_run, open_fix_with_key
 from bot.db.models import Fix, RepairRun, RunState
 from bot.db.session import session_scope
-from bot.forge.git import GitError, commit_all, diff, fresh_worktree, remove_worktree, set_branch
+from bot.forge.git import (
+    GitError,
+    commit_all,
+    diff,
+    fresh_worktree,
+    remove_worktree,
+    resolve_commit,
+    set_branch,
+)
+from bot.forge.github import GitHubForge
 from bot.forge.local import RepositoryRefused, resolve_local_repository
-from bot.forge.pr_text import PullRequestText, compose, fixed_violations
+from bot.forge.pr_text import PullRequestText, TitleStyle, compose, fixed_violations, ticket_for
+from bot.github.client import GitHubNotConfigured
+from bot.github.mirror import is_github_repository, sync_mirror
+from bot.github.publish import Candidate, publish, violation_key
+from bot.github.retry import RateLimited
 from bot.repair_plan import branch_name, contract_from_dict, dedupe_key
 from bot.runner.requests import request_verification
 from bot.tasks.base import RepairbotTask, TransientError
@@ -43,6 +56,8 @@ class RunContext:
     build_url: str | None
     classes: list[str]
     tests: list[str]
+    ticket: str
+    attempts: int
 
 
 def _start(settings: Settings, run_id: int) -> RunContext | None:
@@ -56,6 +71,7 @@ def _start(settings: Settings, run_id: int) -> RunContext | None:
             {f["class_name"] for f in report.findings if f.get("class_name") and f.get("fixer")}
         )
         tests = sorted({t for f in report.findings if f.get("fixer") for t in f.get("tests", [])})
+        texts = [str(f.get(k) or "") for f in report.findings for k in ("message", "evidence")]
         return RunContext(
             run_id=run.id,
             signature=run.signature,
@@ -66,7 +82,19 @@ def _start(settings: Settings, run_id: int) -> RunContext | None:
             build_url=report.build_url,
             classes=classes,
             tests=tests,
+            ticket=ticket_for(texts, title_style(settings)),
+            attempts=run.attempts,
         )
+
+
+def title_style(settings: Settings) -> TitleStyle:
+    """The configured PR title convention."""
+    return TitleStyle(
+        template=settings.pr_title_template,
+        type=settings.pr_type,
+        default_ticket=settings.pr_ticket_default,
+        bug_link_pattern=settings.pr_bug_link_pattern,
+    )
 
 
 def _move(settings: Settings, run_id: int, to: RunState, reason: str = "") -> None:
@@ -81,25 +109,71 @@ def repair(self: RepairbotTask, run_id: int) -> None:
     context = _start(settings, run_id)
     if context is None:
         return
+    if is_github_repository(context.repository):
+        _repair_on_github(settings, context)
+        return
     try:
         repository = resolve_local_repository(context.repository, settings.repository_roots)
         base_sha = repository.commit(context.commit)
     except (RepositoryRefused, GitError) as exc:
         _move(settings, run_id, RunState.ERROR, str(exc))
         return
+    _in_worktree(settings, context, repository.path, base_sha, None)
+
+
+def _in_worktree(
+    settings: Settings, context: RunContext, repo: Path, base_sha: str, github: GitHub | None
+) -> None:
     # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
-    worktree = settings.worktrees_dir.resolve() / f"run-{run_id}-{uuid4().hex[:8]}"
+    worktree = settings.worktrees_dir.resolve() / f"run-{context.run_id}-{uuid4().hex[:8]}"
     try:
-        fresh_worktree(repository.path, worktree, base_sha)
-        _repair_in(settings, context, repository.path, worktree, base_sha)
+        fresh_worktree(repo, worktree, base_sha)
+        _repair_in(settings, context, repo, worktree, base_sha, github)
     except GitError as exc:
         raise TransientError(str(exc)) from exc
+    except RateLimited as exc:
+        raise TransientError(str(exc)) from exc
     finally:
-        remove_worktree(repository.path, worktree)
+        remove_worktree(repo, worktree)
+
+
+@dataclass(frozen=True)
+class GitHub:
+    """The GitHub side of a repair: the forge, the repository name and its base branch."""
+
+    forge: GitHubForge
+    repository: str
+    base_ref: str
+
+
+def _repair_on_github(settings: Settings, context: RunContext) -> None:
+    """Fetch ``owner/name`` into its mirror, then repair there and publish through GitHub."""
+    name = context.repository or ""
+    try:
+        forge = GitHubForge(settings)
+        mirror = sync_mirror(settings, name, forge.token())
+        base_sha = resolve_commit(mirror, context.commit)
+        base_ref = context.base_ref or forge.default_branch(name)
+    except GitHubNotConfigured as exc:
+        _move(settings, context.run_id, RunState.ERROR, str(exc))
+        return
+    except GitError as exc:
+        if context.attempts >= settings.task_max_retries:
+            _move(settings, context.run_id, RunState.ERROR, str(exc))
+            return
+        raise TransientError(str(exc)) from exc
+    except RateLimited as exc:
+        raise TransientError(str(exc)) from exc
+    _in_worktree(settings, context, mirror, base_sha, GitHub(forge, name, base_ref))
 
 
 def _repair_in(
-    settings: Settings, context: RunContext, repo: Path, worktree: Path, base_sha: str
+    settings: Settings,
+    context: RunContext,
+    repo: Path,
+    worktree: Path,
+    base_sha: str,
+    github: GitHub | None,
 ) -> None:
     contract = contract_from_dict(context.contract)
     result = fix(worktree, [contract], imports=True)
@@ -138,9 +212,13 @@ def _repair_in(
         return
     _move(settings, context.run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
     _pause_for_tests(settings)
-    identities = [f"{v.kind}:{v.class_qualname}:{v.path}" for v in violations if v.fix is not None]
+    identities = [
+        violation_key(v.kind, v.class_qualname, v.path) for v in violations if v.fix is not None
+    ]
+    repo_name = github.repository if github else str(repo)
+    base_ref = github.base_ref if github else context.base_ref
     key = dedupe_key(
-        repository=str(repo), base_ref=context.base_ref, contract=contract, violations=identities
+        repository=repo_name, base_ref=base_ref, contract=contract, violations=identities
     )
     text = compose(
         contract=contract,
@@ -151,7 +229,34 @@ def _repair_in(
         build_url=context.build_url,
         base_sha=base_sha,
         repo_root=worktree,
+        ticket=context.ticket,
+        style=title_style(settings),
     )
+    if github is not None:
+        publish(
+            settings,
+            github.forge,
+            Candidate(
+                run_id=context.run_id,
+                repository=github.repository,
+                mirror=repo,
+                worktree=worktree,
+                base_sha=base_sha,
+                base_ref=github.base_ref,
+                key=key,
+                contract_key=dedupe_key(
+                    repository=repo_name, base_ref=base_ref, contract=contract, violations=[]
+                ),
+                contract=contract,
+                signature=context.signature,
+                branch=branch_name(context.signature, key),
+                violation_keys=sorted(set(identities)),
+                violations=fixed_violations(result),
+                files=[c.path for c in result.changes],
+                text=text,
+            ),
+        )
+        return
     with session_scope(settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, context.run_id)
         existing = open_fix_with_key(session, dedupe_key=key)

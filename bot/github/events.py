@@ -1,0 +1,168 @@
+"""Webhook payloads → small typed events (sans I/O). A payload missing what a handler needs
+parses to None: the delivery is kept and marked ignored, never half-acted on."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+
+class PayloadError(ValueError):
+    """A stored delivery body that is not a GitHub payload."""
+
+
+def load_payload(body: bytes) -> dict[str, Any]:
+    """The JSON object of a delivery body (JSON or form-encoded ``payload=``)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"body is not UTF-8 (byte {exc.start})") from exc
+    if text.startswith("payload="):
+        text = parse_qs(text, max_num_fields=100).get("payload", [""])[0]
+    try:
+        payload = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise PayloadError(f"body is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise PayloadError("payload is not a JSON object")
+    return payload
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _str(data: Any, *path: str) -> str | None:
+    value = _get(data, *path)
+    return value if isinstance(value, str) else None
+
+
+def _int(data: Any, *path: str) -> int | None:
+    value = _get(data, *path)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class CommentEvent:
+    """An ``issue_comment`` on a pull request."""
+
+    action: str
+    repository: str
+    number: int
+    comment_id: int
+    body: str
+    login: str
+    user_type: str
+
+
+def comment_event(payload: dict[str, Any]) -> CommentEvent | None:
+    """The comment, when it was made on a pull request and has every field we use."""
+    if _get(payload, "issue", "pull_request") is None:
+        return None
+    fields = (
+        _str(payload, "action"),
+        _str(payload, "repository", "full_name"),
+        _int(payload, "issue", "number"),
+        _int(payload, "comment", "id"),
+        _str(payload, "comment", "body"),
+        _str(payload, "comment", "user", "login"),
+    )
+    action, repository, number, comment_id, body, login = fields
+    if None in fields:
+        return None
+    assert action and repository and number and comment_id and login and body is not None
+    user_type = _str(payload, "comment", "user", "type") or "User"
+    return CommentEvent(action, repository, number, comment_id, body, login, user_type)
+
+
+@dataclass(frozen=True)
+class PullRequestEvent:
+    """A ``pull_request`` event."""
+
+    action: str
+    repository: str
+    number: int
+    url: str
+    merged: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    merge_commit_sha: str | None
+    author: str
+
+
+def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
+    """The PR event, when it has every field we use."""
+    pull = _get(payload, "pull_request")
+    fields = (
+        _str(payload, "action"),
+        _str(payload, "repository", "full_name"),
+        _int(pull, "number"),
+        _str(pull, "head", "ref"),
+        _str(pull, "head", "sha"),
+        _str(pull, "base", "ref"),
+    )
+    if None in fields:
+        return None
+    action, repository, number, head_ref, head_sha, base_ref = fields
+    assert action and repository and number and head_ref and head_sha and base_ref
+    return PullRequestEvent(
+        action=action,
+        repository=repository,
+        number=number,
+        url=_str(pull, "html_url") or f"https://github.com/{repository}/pull/{number}",
+        merged=_get(pull, "merged") is True,
+        head_ref=head_ref,
+        head_sha=head_sha,
+        base_ref=base_ref,
+        merge_commit_sha=_str(pull, "merge_commit_sha"),
+        author=_str(pull, "user", "login") or "",
+    )
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """A failed check run or commit status that links a CI build."""
+
+    repository: str
+    head_sha: str
+    build_url: str
+    name: str
+
+
+def check_run_failure(payload: dict[str, Any]) -> CheckFailure | None:
+    """A completed, failed ``check_run`` with a details URL."""
+    run = _get(payload, "check_run")
+    if _str(run, "status") != "completed" or _str(run, "conclusion") not in (
+        "failure",
+        "timed_out",
+    ):
+        return None
+    repository, sha, url = (
+        _str(payload, "repository", "full_name"),
+        _str(run, "head_sha"),
+        _str(run, "details_url"),
+    )
+    if not (repository and sha and url):
+        return None
+    return CheckFailure(repository, sha, url, _str(run, "name") or "check run")
+
+
+def status_failure(payload: dict[str, Any]) -> CheckFailure | None:
+    """A ``status`` in state failure or error with a target URL."""
+    if _str(payload, "state") not in ("failure", "error"):
+        return None
+    repository, sha, url = (
+        _str(payload, "repository", "full_name"),
+        _str(payload, "sha"),
+        _str(payload, "target_url"),
+    )
+    if not (repository and sha and url):
+        return None
+    return CheckFailure(repository, sha, url, _str(payload, "context") or "status")

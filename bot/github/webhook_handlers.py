@@ -1,0 +1,105 @@
+"""Webhook handlers, one per behaviour, each registered for its event with its help text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.forge.github import GitHubForge
+from bot.github.events import (
+    check_run_failure,
+    comment_event,
+    pull_request_event,
+    status_failure,
+)
+
+
+@dataclass
+class EventContext:
+    """One stored delivery being handled: its payload, the transaction and a GitHub forge."""
+
+    session: Session
+    settings: Settings
+    delivery_id: int
+    payload: dict[str, Any]
+    forge: Callable[[], GitHubForge]
+
+
+Handle = Callable[[EventContext], str]
+
+
+@dataclass(frozen=True)
+class EventHandler:
+    """A behaviour: the event it answers, its name, its help text and its function."""
+
+    event: str
+    name: str
+    help: str
+    handle: Handle
+
+
+HANDLERS: list[EventHandler] = []
+
+
+def on(event: str, name: str, help: str) -> Callable[[Handle], Handle]:
+    """Register the decorated function for ``event``."""
+
+    def register(handle: Handle) -> Handle:
+        HANDLERS.append(EventHandler(event, name, help, handle))
+        return handle
+
+    return register
+
+
+def handlers_for(event: str) -> list[EventHandler]:
+    """The handlers of ``event``, in registration order."""
+    return [h for h in HANDLERS if h.event == event]
+
+
+@on("issue_comment", "bot-commands", "runs /bot commands written on repairbot's PRs")
+def bot_commands(ctx: EventContext) -> str:
+    """``/bot`` commands."""
+    from bot.commands.dispatch import handle_comment
+
+    event = comment_event(ctx.payload)
+    if event is None:
+        return "not a comment on a pull request"
+    audit = handle_comment(ctx.session, ctx.settings, ctx.forge(), event, ctx.delivery_id)
+    return "no /bot command" if audit is None else f"/bot {audit.command}: {audit.outcome}"
+
+
+@on("pull_request", "pr-state", "tracks repairbot's PRs and supersedes them when fixed elsewhere")
+def pr_state(ctx: EventContext) -> str:
+    """Merged / closed / synchronize of our PRs; supersede on someone else's merge."""
+    from bot.github.pr_events import handle_pull_request
+
+    event = pull_request_event(ctx.payload)
+    if event is None:
+        return "pull_request payload without the fields we need"
+    return handle_pull_request(ctx.session, ctx.settings, ctx.forge(), event)
+
+
+@on("check_run", "ci-check-run", "a failed check run linking a Jenkins build → its testReport")
+def ci_check_run(ctx: EventContext) -> str:
+    """Failed check runs → the CI intake."""
+    from bot.github.jenkins import intake_check_failure
+
+    failure = check_run_failure(ctx.payload)
+    if failure is None:
+        return "not a failed check run with a details URL"
+    return intake_check_failure(ctx.session, ctx.settings, failure, ctx.delivery_id)
+
+
+@on("status", "ci-status", "a failed commit status linking a Jenkins build → its testReport")
+def ci_status(ctx: EventContext) -> str:
+    """Failed commit statuses → the CI intake."""
+    from bot.github.jenkins import intake_check_failure
+
+    failure = status_failure(ctx.payload)
+    if failure is None:
+        return "not a failed status with a target URL"
+    return intake_check_failure(ctx.session, ctx.settings, failure, ctx.delivery_id)

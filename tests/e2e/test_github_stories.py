@@ -1,0 +1,144 @@
+"""The GitHub stories end to end: the served API and its worker (real processes) talking to the
+fake GitHub over HTTP, with real git pushes into its bare repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import httpx
+import pytest
+
+from bot.demo import build_target, run_tests, wait_for_runs
+from bot.forge.git import commit_all, fresh_worktree, git
+from bot.github.signature import sign
+from fixers.sweep import fix, write_changes
+from tests.conftest import CI_TOKEN, SECRET
+from tests.fakes.github_api import TOKEN
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+REPO = "acme/trt"
+
+
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory):
+    """The legacy workers (a worker overriding forward, a test double without _forward_impl)."""
+    source = tmp_path_factory.mktemp("target") / "repo"
+    head = build_target(source)
+    console = run_tests(source).console
+    assert b"must not override SpecWorkerBase.forward" in console
+    return source, head, console
+
+
+@pytest.fixture
+def service(make_service, github_api, failing):
+    github_api.create_repo(REPO, failing[0])
+    built = make_service(
+        github_api_url=github_api.url,
+        github_token=TOKEN,
+        github_git_url_template=github_api.git_url_template,
+        github_seconds_between_writes="0",
+    )
+    built.start_api()
+    return built
+
+
+def _post(client, failing, build: int):
+    _, head, console = failing
+    params = {
+        "pipeline": "L0_MergeRequest_PR",
+        "build_number": build,
+        "repository": REPO,
+        "head_sha": head,
+        "base_ref": "main",
+        "stage": "H100_PCIe-PyTorch-1",
+        "build_url": f"https://jenkins.invalid/job/L0_MergeRequest_PR/{build}/",
+    }
+    answer = client.post(
+        "/api/v1/ci-failures",
+        params=params,
+        content=console,
+        headers={"Authorization": f"Bearer {CI_TOKEN}"},
+    )
+    answer.raise_for_status()
+    return answer.json()
+
+
+def _webhook(service, event: str, payload: dict, delivery: str) -> None:
+    body = json.dumps(payload).encode()
+    httpx.post(
+        f"{service.url}/webhooks/github",
+        content=body,
+        timeout=30,
+        headers={
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery,
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign(SECRET.encode(), body),
+        },
+    ).raise_for_status()
+
+
+def _wait(predicate, service, timeout_s=120):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, service.logs()
+        time.sleep(0.2)
+
+
+def test_one_pr_fixes_both_and_a_merged_human_pr_supersedes_it(
+    service, github_api, failing, tmp_path
+):
+    with service.client() as client:
+        report = wait_for_runs(client, _post(client, failing, 1)["url"], timeout_s=180)
+    assert [r["state"] for r in report["runs"]] == ["pr_opened"], service.logs()
+    [pull] = github_api.pulls(REPO)
+    assert pull["title"].startswith("[https://nvbugs/6442074][fix] ")
+    body = pull["body"]
+    for section in (
+        "## Description",
+        "## Test Coverage",
+        "## PR Checklist",
+        "## Safety evidence",
+        "<!-- repairbot: signature=",
+        "Reproduce locally:",
+    ):
+        assert section in body
+    files = {f["filename"] for f in github_api.repos[REPO].files(pull["number"])}
+    assert "tests/test_worker_double.py" in files and any(
+        f.startswith("legacy_spec/") for f in files
+    )
+    bare = github_api.repos[REPO].path
+    checkout = fresh_worktree(bare, tmp_path / "ours", pull["head"]["sha"])
+    assert run_tests(checkout).returncode == 0  # one PR, and it makes the suite pass
+
+    # A human fixes the same violations in their own PR, and it merges first.
+    human = tmp_path / "human"
+    subprocess.run(["git", "clone", "--quiet", str(bare), str(human)], check=True)
+    write_changes(human, fix(human, None, imports=False))
+    commit_all(human, "Rename forward to _forward_impl")
+    git(human, "push", "--quiet", "origin", "HEAD:refs/heads/alice/spec-fix")
+    number = github_api.open_pull(REPO, head="alice/spec-fix", title="[None][fix] rename")
+    github_api.merge_pull(REPO, number)
+    _webhook(service, "pull_request", github_api.pull_request_event(REPO, number, "closed"), "pr-1")
+    ours = pull["number"]
+    _wait(lambda: github_api.repos[REPO].pulls[ours]["state"] == "closed", service)
+    comments = [c["body"] for c in github_api.repos[REPO].comments[ours]]
+    assert any(f"Superseded by #{number}" in c for c in comments)
+    with service.client() as client:
+        [fixed] = client.get("/api/v1/fixes").json()
+    assert fixed["state"] == "superseded"
+
+
+def test_ten_failures_of_one_violation_give_one_pr_and_nine_links(service, github_api, failing):
+    with service.client() as client:
+        answers = [_post(client, failing, build) for build in range(100, 110)]
+        reports = [wait_for_runs(client, a["url"], timeout_s=400) for a in answers]
+        fixes = client.get("/api/v1/fixes").json()
+    states = sorted(run["state"] for r in reports for run in r["runs"])
+    assert states == ["duplicate"] * 9 + ["pr_opened"], service.logs()
+    assert len(github_api.pulls(REPO)) == 1 and len(fixes) == 1
+    assert {run["fix_id"] for r in reports for run in r["runs"]} == {fixes[0]["id"]}
+    assert len(github_api.calls_to("POST", r"/pulls$")) == 1
