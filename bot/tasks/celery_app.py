@@ -12,6 +12,7 @@ app = Celery(
         "bot.tasks.triage",
         "bot.tasks.repair",
         "bot.tasks.verify",
+        "bot.tasks.report",
         "bot.tasks.deliveries",
         "bot.tasks.reconcile",
     ],

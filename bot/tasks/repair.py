@@ -15,6 +15,7 @@ from uuid import uuid4
 
 from sqlalchemy.exc import IntegrityError
 
+from bot.already_fixed import fixed_on_base
 from bot.config import Settings
 from bot.db.crud import move_run, open_fix_with_key
 from bot.db.models import Fix, RepairRun, RunState
@@ -217,6 +218,18 @@ def _repair_in(
     ]
     repo_name = github.repository if github else str(repo)
     base_ref = github.base_ref if github else context.base_ref
+    fixed_by = fixed_on_base(
+        repo=repo,
+        failing_sha=base_sha,
+        base_ref=base_ref,
+        contract=contract,
+        violation_keys=identities,
+        files=[c.path for c in result.changes],
+        worktrees_dir=settings.worktrees_dir.resolve(),
+    )
+    if fixed_by is not None:
+        _move(settings, context.run_id, RunState.NO_FIX_NEEDED, fixed_by)
+        return
     key = dedupe_key(
         repository=repo_name, base_ref=base_ref, contract=contract, violations=identities
     )

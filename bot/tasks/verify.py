@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -11,14 +12,16 @@ from sqlalchemy import update
 
 from bot.config import Settings
 from bot.db.crud import move_run
-from bot.db.models import Fix, RunState, Verification, VerificationState, utcnow
+from bot.db.models import RunState, Verification, VerificationState, utcnow
 from bot.db.session import session_scope
 from bot.forge.base import forge_for
-from bot.runner.report import STATUS_CONTEXT, comment_body, status_for, where_it_ran
+from bot.github.retry import RateLimited
+from bot.runner.report import STATUS_CONTEXT, where_it_ran
 from bot.runner.sandbox import Limits
 from bot.runner.verification import VerificationPlan, discard, verify
 from bot.tasks.base import RepairbotTask
 from bot.tasks.celery_app import app
+from bot.tasks.enqueue import enqueue_after_commit
 
 LOG_CHARS = 200_000
 
@@ -43,13 +46,14 @@ def _claim(settings: Settings, verification_id: int, queue: str) -> Verification
             move_run(
                 session, run=run, to=RunState.VERIFYING, reason=f"verification #{verification.id}"
             )
-        forge_for(fix).set_status(
-            session,
-            fix,
-            state="pending",
-            context=STATUS_CONTEXT,
-            description=f"verifying on {queue}",
-        )
+        with contextlib.suppress(RateLimited):  # "pending" is a courtesy; the verdict is not
+            forge_for(fix, settings).set_status(
+                session,
+                fix,
+                state="pending",
+                context=STATUS_CONTEXT,
+                description=f"verifying on {queue}",
+            )
         failed = sorted(
             {
                 t
@@ -172,39 +176,13 @@ def _finish(
         )
         verification.results, verification.log, verification.finished_at = results, log, utcnow()
         verification.tests = [t["test_id"] for t in results.get("tests", [])]
-        _report(session, verification.fix, verification)
-
-
-def _report(session: Any, fix: Fix, verification: Verification) -> None:
-    passed = verification.verdict in ("fixed", "not_reproduced")
-    for run in fix.runs:
-        move_run(
-            session,
-            run=run,
-            to=RunState.VERIFIED if passed else RunState.FAILED,
-            reason=f"verification #{verification.id}: {verification.verdict or verification.state}",
-        )
-    forge = forge_for(fix)
-    state, description = status_for(verification.verdict, verification.state, verification.reason)
-    forge.set_status(session, fix, state=state, context=STATUS_CONTEXT, description=description)
-    results = verification.results
-    forge.comment(
-        session,
-        fix,
-        comment_body(
-            verification_id=verification.id,
-            verdict=verification.verdict,
-            state=verification.state,
-            reason=verification.reason,
-            device=verification.device or "unknown",
-            host=verification.host or "",
-            queue=verification.queue or "",
-            requested_queue=verification.requested_queue,
-            on_requested=bool(verification.on_requested_device),
-            seconds=float(results.get("seconds", 0.0)),
-            tests=results.get("tests", []),
-            flaky=results.get("flaky", []),
-            problems=results.get("problems", []),
-            isolation=str(results.get("isolation", "")),
-        ),
-    )
+        passed = verification.verdict in ("fixed", "not_reproduced")
+        said = verification.verdict or verification.state
+        for run in verification.fix.runs:
+            move_run(
+                session,
+                run=run,
+                to=RunState.VERIFIED if passed else RunState.FAILED,
+                reason=f"verification #{verification.id}: {said}",
+            )
+        enqueue_after_commit(session, "repairbot.report_verification", verification.id)

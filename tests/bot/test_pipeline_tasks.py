@@ -164,3 +164,28 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
             'repairbot_deliveries{event="ci_failure",outcome="stored",source="ci"} 1.0' in metrics
         )
         assert 'repairbot_state_reached_seconds_avg{state="pr_opened"}' in metrics
+
+
+def test_a_violation_already_fixed_on_the_base_branch_opens_no_pr(use_settings, tmp_path):
+    from bot.demo import run_tests
+    from bot.forge.git import commit_all
+    from bot.tasks.repair import repair
+    from bot.tasks.triage import triage
+    from fixers.contracts import SPEC_WORKER_CONTRACT
+    from fixers.sweep import fix, write_changes
+
+    repo = tmp_path / "target"
+    failing = build_target(repo)
+    console = run_tests(repo).console
+    write_changes(repo, fix(repo, [SPEC_WORKER_CONTRACT], imports=False))
+    commit_all(repo, "Move the workers to _forward_impl")
+    report_id = _post(use_settings, console,
+                      f"?repository={repo}&head_sha={failing}&base_ref=main&pipeline=p&build_number=4")
+    triage.run(report_id)
+    with session_scope(use_settings.resolved_database_url) as session:
+        run_id = session.scalars(select(RepairRun.id).where(RepairRun.report_id == report_id)).one()
+    repair.run(run_id)
+    with session_scope(use_settings.resolved_database_url) as session:
+        run = session.get_one(RepairRun, run_id)
+        assert run.state == "no_fix_needed" and run.fix_id is None
+        assert "already fixed on main" in run.reason and "Move the workers to _forward_impl" in run.reason

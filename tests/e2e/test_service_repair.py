@@ -65,7 +65,15 @@ def test_embedded_default_repairs_once_and_verifies(make_service, failing_target
     _assert_branch_passes(failing_target[0], fix["branch"], tmp_path)
     with service.client() as client:
         verification = wait_for_verification(client, fix["id"], timeout_s=600)
-        detail = client.get(f"/api/v1/fixes/{fix['id']}").json()
+        deadline = time.monotonic() + 60  # the report is its own task, right after the verdict
+        while True:
+            detail = client.get(f"/api/v1/fixes/{fix['id']}").json()
+            if (
+                any(c["kind"] == "comment" for c in detail["comments"])
+                or time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.3)
         runs = client.get(answer["url"]).json()["runs"]
     assert verification["verdict"] == "fixed", verification
     assert verification["device"] == "cpu" and verification["on_requested_device"] is False

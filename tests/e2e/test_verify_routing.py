@@ -105,7 +105,7 @@ def deployment(tmp_path, make_service):
 def test_requests_go_to_the_queue_of_their_gpu_type(deployment, tiny_repo):  # noqa: F811
     service, settings = deployment
     service.start("gpu-worker", "worker", "-Q", "gpu.H100_PCIe", "-n", "gpu@%h")
-    service.start("cpu-worker", "worker", "-Q", "cpu", "-n", "cpu@%h")
+    service.start("cpu-worker", "worker", "-Q", "cpu,repair", "-n", "cpu@%h")
     fix_id = _seed_fix(settings, tiny_repo, tiny_repo.commit({"calc/ops.py": OPS_FIXED}))
     on_gpu = _request(settings, fix_id, gpu_types=["H100_PCIe"])
     on_cpu = _request(settings, fix_id, gpu_types=[])
@@ -121,15 +121,20 @@ def test_requests_go_to_the_queue_of_their_gpu_type(deployment, tiny_repo):  # n
 
 def test_with_no_gpu_worker_the_fallback_applies_and_the_report_says_so(deployment, tiny_repo):  # noqa: F811
     service, settings = deployment
-    service.start("cpu-worker", "worker", "-Q", "cpu", "-n", "cpu@%h")
+    service.start("cpu-worker", "worker", "-Q", "cpu,repair", "-n", "cpu@%h")
     fix_id = _seed_fix(settings, tiny_repo, tiny_repo.commit({"calc/ops.py": OPS_FIXED}))
     verification_id = _request(settings, fix_id, gpu_types=["H100_PCIe"])
     (row,) = _wait_done(settings, [verification_id], reconcile=True)
     assert row.options["queues_tried"] == ["gpu.H100_PCIe", "gpu.any", "cpu"], service.logs()
     assert row.queue == "cpu" and row.verdict == "fixed"
-    with session_scope(settings.resolved_database_url) as session:
-        said = session.scalars(select(FixComment).where(FixComment.fix_id == fix_id)).all()
-        run = session.scalars(select(RepairRun).where(RepairRun.fix_id == fix_id)).one()
+    deadline = time.monotonic() + 60  # the report is its own task, right after the verdict
+    while True:
+        with session_scope(settings.resolved_database_url) as session:
+            said = session.scalars(select(FixComment).where(FixComment.fix_id == fix_id)).all()
+            run = session.scalars(select(RepairRun).where(RepairRun.fix_id == fix_id)).one()
+        if any(c.kind == "comment" for c in said) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
     comment = next(c.body for c in said if c.kind == "comment")
     assert (
         "NOT on the requested H100_PCIe" in comment
@@ -145,7 +150,7 @@ SLOW_TEST = "import time\nfrom calc import ops\n\n\ndef test_slow():\n    time.s
 
 def test_bot_kill_ends_a_running_verification_and_the_worker_carries_on(deployment, tiny_repo):  # noqa: F811
     service, settings = deployment
-    service.start("cpu-worker", "worker", "-Q", "cpu", "-n", "cpu@%h")
+    service.start("cpu-worker", "worker", "-Q", "cpu,repair", "-n", "cpu@%h")
     slow_fix = _seed_fix(
         settings,
         tiny_repo,
