@@ -98,3 +98,11 @@ def count_by(session: Session, column: Any, *group: Any) -> list[tuple[Any, ...]
     """``SELECT group..., count(column) GROUP BY group...`` as tuples."""
     rows = session.execute(select(*group, func.count(column)).group_by(*group)).all()
     return [tuple(row) for row in rows]
+
+
+def undispatched_deliveries(session: Session, *, older_than: timedelta) -> Sequence[Delivery]:
+    """Deliveries still ``stored`` long after their task was sent (the message was lost)."""
+    cutoff = utcnow() - older_than
+    return session.scalars(
+        select(Delivery).where(Delivery.outcome == "stored", Delivery.dispatched_at < cutoff)
+    ).all()

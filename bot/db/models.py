@@ -113,6 +113,7 @@ class Delivery(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
     outcome: Mapped[str] = mapped_column(String(32), default="stored")
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    dispatched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Report(Base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.config import Settings
-from bot.db.crud import move_run, stale_runs, unclassified_reports
+from bot.db.crud import move_run, stale_runs, unclassified_reports, undispatched_deliveries
 from bot.db.models import RunState, utcnow
 from bot.db.session import session_scope
 from bot.runner.requests import fall_back, rescue_stalled
@@ -19,6 +19,10 @@ def reconcile_once(settings: Settings) -> int:
     older_than = timedelta(seconds=settings.stale_after_s)
     sent = 0
     with session_scope(settings.resolved_database_url) as session:
+        for delivery in undispatched_deliveries(session, older_than=older_than):
+            delivery.dispatched_at = utcnow()
+            enqueue_after_commit(session, "repairbot.process_delivery", delivery.id)
+            sent += 1
         for report in unclassified_reports(session, older_than=older_than):
             report.triage_sent_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, "repairbot.triage", report.id)

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from bot.db.crud import move_run
-from bot.db.models import RepairRun, Report, RunState, Transition, utcnow
+from bot.db.models import Delivery, RepairRun, Report, RunState, Transition, utcnow
 from bot.db.session import session_scope
 from bot.demo import build_target
 from bot.main import create_app
@@ -120,9 +120,18 @@ def test_reconciler_resends_stale_work_once_per_period(use_settings):
             updated_at=utcnow() - timedelta(seconds=60),
         )
         session.add(stale)
-    assert reconcile_once(use_settings) == 2
+        lost = Delivery(
+            source="github",
+            key="github:lost",
+            event="issue_comment",
+            action="created",
+            body=b"{}",
+            dispatched_at=utcnow() - timedelta(seconds=60),
+        )
+        session.add(lost)
+    assert reconcile_once(use_settings) == 3
     assert reconcile_once(use_settings) == 0  # touched: not stale again yet
-    assert len(list(folder.glob("*.msg"))) == sent_by_api + 2
+    assert len(list(folder.glob("*.msg"))) == sent_by_api + 3
 
 
 def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
@@ -179,8 +188,11 @@ def test_a_violation_already_fixed_on_the_base_branch_opens_no_pr(use_settings, 
     console = run_tests(repo).console
     write_changes(repo, fix(repo, [SPEC_WORKER_CONTRACT], imports=False))
     commit_all(repo, "Move the workers to _forward_impl")
-    report_id = _post(use_settings, console,
-                      f"?repository={repo}&head_sha={failing}&base_ref=main&pipeline=p&build_number=4")
+    report_id = _post(
+        use_settings,
+        console,
+        f"?repository={repo}&head_sha={failing}&base_ref=main&pipeline=p&build_number=4",
+    )
     triage.run(report_id)
     with session_scope(use_settings.resolved_database_url) as session:
         run_id = session.scalars(select(RepairRun.id).where(RepairRun.report_id == report_id)).one()
@@ -188,4 +200,7 @@ def test_a_violation_already_fixed_on_the_base_branch_opens_no_pr(use_settings, 
     with session_scope(use_settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, run_id)
         assert run.state == "no_fix_needed" and run.fix_id is None
-        assert "already fixed on main" in run.reason and "Move the workers to _forward_impl" in run.reason
+        assert (
+            "already fixed on main" in run.reason
+            and "Move the workers to _forward_impl" in run.reason
+        )

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 15:34:37.211798
+Create Date: 2026-11-29 15:57:42.284771
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ depends_on = None
 
 def upgrade() -> None:
     """Apply this revision."""
+
     op.create_table(
         "deliveries",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -28,6 +29,7 @@ def upgrade() -> None:
         sa.Column("body", sa.LargeBinary(), nullable=False),
         sa.Column("outcome", sa.String(length=32), nullable=False),
         sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("dispatched_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("key"),
     )
@@ -244,6 +246,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Revert this revision."""
+
     with op.batch_alter_table("transitions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_transitions_run_id"))
 
