@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli import classify_command
+from bot.cli import (
+    classify_command,
+    demo_command,
+    fix_command,
+    reconcile_command,
+    serve_command,
+    sweep_command,
+    worker_command,
+)
 
 
 def build_app() -> typer.Typer:
@@ -16,7 +24,15 @@ def build_app() -> typer.Typer:
         add_completion=False,
     )
     app.callback()(_root)
-    for module in (classify_command,):
+    for module in (
+        classify_command,
+        sweep_command,
+        fix_command,
+        serve_command,
+        worker_command,
+        demo_command,
+        reconcile_command,
+    ):
         module.register(app)
     return app
 

@@ -1,0 +1,174 @@
+"""Benchmark: sweep of a large real tree vs ``grep -r`` and vs LibCST-parsing every file.
+
+One run builds the tree (the installed torch package's .py files plus a planted 20-file
+SpecWorkerBase hierarchy), then measures, in the same run:
+
+* ``grep -r SpecWorkerBase`` over the tree (baseline 1),
+* a full sweep with an empty cache,
+* a re-sweep after a one-file change (warm cache),
+* LibCST-parsing every file (baseline 2),
+
+and prints the ratios against the targets: full sweep <= 20x grep, >= 50x faster than
+parse-everything, re-sweep <= 5x grep. Each timing is the best of ``--repeat`` runs (the
+parse-everything baseline runs once). Usage: ``python bench/sweep.py [--repeat N] [--keep DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import libcst as cst
+import torch
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fixers.index import IndexCache
+from fixers.sweep import run_sweep
+
+PLANTED_FILES = 20
+
+
+def plant(root: Path) -> list[Path]:
+    """A 20-file hierarchy: base, re-export, chains across modules, test doubles."""
+    pkg = root / "_rb_bench"
+    (pkg / "tests").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .base import SpecWorkerBase\n")
+    (pkg / "base.py").write_text(
+        "class SpecWorkerBase:\n    def forward(self, *a, **k):\n"
+        "        return self._forward_impl(*a, **k)\n"
+    )
+    paths = []
+    for i in range(PLANTED_FILES - 3):
+        parent = "SpecWorkerBase" if i % 4 == 0 else f"BenchDraftWorker{i - 1}"
+        source = "torch._rb_bench" if i % 4 == 0 else f"torch._rb_bench.worker{i - 1}"
+        body = "    def forward(self, x):\n        return x\n" if i % 2 else "    n = 1\n"
+        path = pkg / f"worker{i}.py"
+        path.write_text(
+            f"from {source} import {parent}\n\n\nclass BenchDraftWorker{i}({parent}):\n{body}"
+        )
+        paths.append(path)
+    (pkg / "tests" / "test_double.py").write_text(
+        "from torch._rb_bench import SpecWorkerBase\n\n\nclass _Worker(SpecWorkerBase):\n"
+        "    max_draft_len = 1\n"
+    )
+    return paths
+
+
+def best(
+    repeat: int, run: Callable[[], object], before: Callable[[], object] | None = None
+) -> float:
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", type=Path, default=None, help="build the tree here and keep it")
+    args = parser.parse_args()
+    console = Console()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="rb-bench-"))
+    root = work / "torch"
+    source = Path(torch.__file__).parent
+    files = [p for p in source.rglob("*.py") if "__pycache__" not in p.parts]
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("copying torch .py files", total=len(files))
+        for path in files:
+            target = root / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            progress.advance(task)
+    planted = plant(root)
+    all_files = sorted(root.rglob("*.py"))
+    size = sum(p.stat().st_size for p in all_files)
+    console.print(
+        f"tree: {len(all_files)} files, {size / 1e6:.1f} MB, {PLANTED_FILES} planted files"
+    )
+
+    grep = ["grep", "-r", "-l", "SpecWorkerBase", str(root)]
+    subprocess.run(grep, capture_output=True, check=False)  # warm the page cache
+    t_grep = best(args.repeat, lambda: subprocess.run(grep, capture_output=True, check=False))
+    console.print(f"grep -r: {t_grep:.3f} s")
+
+    found = run_sweep(root).report
+    renames = [v for v in found.violations if v.fix == "rename"]
+    stubs = [v for v in found.violations if v.fix == "stub"]
+    assert (len(renames), len(stubs)) == (8, 1), found.violations
+    t_full = best(args.repeat, lambda: run_sweep(root, cache=IndexCache()))
+    console.print(f"full sweep: {t_full:.3f} s ({t_full / t_grep:.1f}x grep)")
+
+    cache = IndexCache()
+    run_sweep(root, cache=cache)
+    counter = iter(range(10**6))
+
+    def touch() -> None:
+        with planted[3].open("a") as handle:
+            handle.write(f"# edit {next(counter)}\n")
+
+    reads: list[int] = []
+    t_resweep = best(
+        args.repeat,
+        lambda: reads.append(run_sweep(root, cache=cache).index.stats.read),
+        before=touch,
+    )
+    reread = reads[-1]
+    console.print(f"re-sweep: {t_resweep:.3f} s ({t_resweep / t_grep:.1f}x grep)")
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("LibCST-parsing every file (baseline)", total=len(all_files))
+        start = time.perf_counter()
+        for path in all_files:
+            with contextlib.suppress(Exception):  # a file LibCST rejects still cost its time
+                cst.parse_module(path.read_bytes())
+            progress.advance(task)
+        t_parse_all = time.perf_counter() - start
+    console.print(f"LibCST parse of every file: {t_parse_all:.1f} s")
+
+    table = Table(title="repairbot sweep benchmark (same run, same tree)")
+    for column in ("measure", "seconds", "ratio", "target", "met"):
+        table.add_column(column)
+    rows = [
+        ("grep -r (baseline)", t_grep, "1x", "", ""),
+        ("full sweep / grep", t_full, f"{t_full / t_grep:.1f}x", "<= 20x", t_full / t_grep <= 20),
+        (
+            "parse-all / full sweep",
+            t_parse_all,
+            f"{t_parse_all / t_full:.0f}x faster",
+            ">= 50x",
+            t_parse_all / t_full >= 50,
+        ),
+        (
+            "re-sweep / grep",
+            t_resweep,
+            f"{t_resweep / t_grep:.1f}x",
+            "<= 5x",
+            t_resweep / t_grep <= 5,
+        ),
+    ]
+    for name, seconds, ratio, target, met in rows:
+        table.add_row(name, f"{seconds:.3f}", ratio, target, "" if met == "" else str(met))
+    console.print(table)
+    console.print(f"re-sweep read {reread} file(s) after a one-file change")
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

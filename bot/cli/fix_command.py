@@ -1,0 +1,101 @@
+"""``repairbot fix``: classify a CI log (optional), sweep, apply every fix, show or write it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from bot.cli.sweep_command import check_root, parse_contract_options, progress_bar
+from fixers.contracts import Contract, contracts_from_findings
+from fixers.outcome import FixResult
+from fixers.sweep import fix, write_changes
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``fix`` command to the application."""
+    app.command("fix")(fix_command)
+
+
+def contracts_from_log(log: Path, err: Console) -> list[Contract] | None:
+    """Contracts named by the failures in ``log`` (None, with a note, when it names none)."""
+    from fixers.classify import classify_file  # the classifier is only needed with --log
+
+    try:
+        findings = classify_file(log)
+    except Exception as exc:  # any intake error: report it and stop, exit 2
+        err.print(f"[red]error:[/red] cannot classify {escape(str(log))}: {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    contracts = contracts_from_findings(findings)
+    if not contracts:
+        err.print(
+            f"[yellow]note:[/yellow] {escape(str(log))} names no fixable contract "
+            f"({len(findings)} finding(s)); sweeping for every known contract"
+        )
+        return None
+    for contract in contracts:
+        err.print(f"log names contract {escape(contract.describe())}")
+    return contracts
+
+
+def print_result(console: Console, result: FixResult, show_diff: bool) -> None:
+    """The diff (optional), then per-file evidence, then everything left alone."""
+    if show_diff and result.changes:
+        console.print(result.diff(), end="", markup=False, highlight=False, soft_wrap=True)
+    for change in result.changes:
+        console.print(
+            f"[bold]{escape(change.path)}[/bold]: {', '.join(change.codemods)} "
+            f"on {escape(', '.join(change.classes))}"
+        )
+        for line in change.evidence.lines() if change.evidence else []:
+            console.print(f"    {escape(line)}")
+    for skip in [*result.report.skips, *result.skips]:
+        where = f"{skip.path} ({skip.class_qualname})" if skip.class_qualname else skip.path
+        console.print(f"[yellow]not fixed[/yellow] {escape(where)}: {escape(skip.reason)}")
+
+
+def fix_command(
+    path: Annotated[Path, typer.Argument(help="Repository to fix")],
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            "--log", help="CI log or report naming the failure", exists=True, dir_okay=False
+        ),
+    ] = None,
+    contract: Annotated[
+        list[str] | None,
+        typer.Option("--contract", help="Base or Base:forbidden:hook[:restore_hook]; repeatable"),
+    ] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff (default)")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Write the fixed files")] = False,
+    imports: Annotated[
+        bool,
+        typer.Option(
+            "--import-check/--no-import-check", help="Import changed modules in a subprocess"
+        ),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
+) -> None:
+    """Fix every contract violation in PATH: print the diff (--diff) or write it (--write)."""
+    if diff and write:
+        raise typer.BadParameter("choose one of --diff and --write")
+    root = check_root(path)
+    err = Console(stderr=True)
+    contracts = parse_contract_options(contract)
+    if contracts is None and log is not None:
+        contracts = contracts_from_log(log, err)
+    with progress_bar(not as_json) as progress:
+        result = fix(root, contracts, imports=imports, progress=progress)
+    written = write_changes(root, result) if write else []
+    if as_json:
+        typer.echo(json.dumps({**result.to_json(), "written": written}, indent=2))
+    else:
+        print_result(Console(soft_wrap=True), result, show_diff=not write)
+        if write:
+            Console().print(f"wrote {len(written)} file(s)")
+    if any(c.evidence is not None and not c.evidence.ok for c in result.changes):
+        raise typer.Exit(1)

@@ -1,0 +1,1 @@
+"""LibCST codemods for contract violations: one per module, each with ``EXAMPLES``."""

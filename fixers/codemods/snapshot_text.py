@@ -1,0 +1,97 @@
+"""Source text the snapshot codemod generates, wrapped to the target file's line length.
+
+Pure functions of strings. ``depth`` is where the code will sit in the file (for the line-length
+check); the text itself is written as if its first line sat at column 0 (``col`` units for nested
+lines), because LibCST re-bases continuation lines onto the block the statement lands in.
+"""
+
+from __future__ import annotations
+
+
+def _fits(text: str, indent: str, depth: int, line_length: int) -> bool:
+    return len(indent * depth) + len(text) <= line_length
+
+
+def statement_text(
+    prefix: str, items: list[str], suffix: str, indent: str, depth: int, line_length: int
+) -> str:
+    """``prefix(a, b)suffix`` on one line, or one item per line when that is too long."""
+    inner = ", ".join(items) + ("," if len(items) == 1 else "")
+    one_line = f"{prefix}({inner}){suffix}"
+    if _fits(one_line, indent, depth, line_length):
+        return one_line + "\n"
+    lines = "".join(f"{indent}{item},\n" for item in items)
+    return f"{prefix}(\n{lines}){suffix}\n"
+
+
+def unpack_text(
+    targets: list[str], value: str, indent: str, depth: int, line_length: int, col: int
+) -> str:
+    """``a, b = value`` on one line, or a bracketed target list one per line."""
+    one_line = f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {value}"
+    if _fits(one_line, indent, depth, line_length):
+        return one_line
+    lines = "".join(f"{indent * (col + 1)}{t},\n" for t in targets)
+    return f"(\n{lines}{indent * col}) = {value}"
+
+
+def signature_text(
+    name: str, params: list[str], returns: str, indent: str, depth: int, line_length: int
+) -> str:
+    """A ``def`` line: one line, then black's two wrapped forms, as the line length requires."""
+    joined = ", ".join(params)
+    one_line = f"def {name}({joined}) -> {returns}:"
+    if _fits(one_line, indent, depth, line_length):
+        return one_line
+    if _fits(joined, indent, depth + 1, line_length):
+        return f"def {name}(\n{indent}{joined}\n) -> {returns}:"
+    lines = "".join(f"{indent}{p},\n" for p in params)
+    return f"def {name}(\n{lines}) -> {returns}:"
+
+
+def hook_text(
+    hook: str,
+    method: str,
+    attr: str,
+    params: tuple[str, ...],
+    annotations: list[str],
+    pairs: list[tuple[str, str]],
+    indent: str,
+    depth: int,
+    line_length: int,
+    quote: str = '"""',
+) -> str:
+    """The restore-hook override: super() first, return if nothing saved, restore, clear."""
+    typed = ["self", *(f"{p}: {a}" for p, a in zip(params, annotations, strict=True))]
+    used = list(dict.fromkeys(p for p, _ in pairs))
+    guard = " and ".join(f"{p} is not None" for p in used)
+    targets = [f"{p}.{a}" for p, a in pairs]
+    restore = unpack_text(targets, "saved", indent, depth + 2, line_length, col=2)
+    body = [
+        f"{quote}Restore the state ``{method}`` saved if it failed before putting it back.{quote}",
+        f"super().{hook}({', '.join(params)})",
+        f"saved = self.{attr}",
+        "if saved is None:",
+        f"{indent}return",
+        f"if {guard}:",
+        f"{indent}{restore}",
+        f"self.{attr} = None",
+    ]
+    lines = "".join(f"{indent}{line}\n" for line in body)
+    return f"{signature_text(hook, typed, 'None', indent, depth, line_length)}\n{lines}"
+
+
+def init_text(attr: str, indent: str) -> str:
+    """An ``__init__`` that passes everything to ``super()`` and sets the sentinel."""
+    return (
+        "def __init__(self, *args: object, **kwargs: object) -> None:\n"
+        f"{indent}super().__init__(*args, **kwargs)\n"
+        f"{indent}self.{attr}: tuple[object, ...] | None = None\n"
+    )
+
+
+def type_checking_block(imports: list[tuple[str, str]], add_flag_import: bool, indent: str) -> str:
+    """``if TYPE_CHECKING:`` imports for annotation-only names (and the flag's own import)."""
+    head = "from typing import TYPE_CHECKING\n\n" if add_flag_import else "\n"
+    lines = "".join(f"{indent}from {module} import {name}\n" for module, name in imports)
+    return f"{head}if TYPE_CHECKING:\n{lines}"

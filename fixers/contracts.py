@@ -1,0 +1,250 @@
+"""Contracts as data: the built-in SpecWorkerBase contract and a repository's ``.repairbot.toml``.
+
+A contract says: subclasses of ``base`` must not define ``forbidden``; they implement ``hook``
+instead, and the base calls ``restore_hook(*metadata_params)`` after every call, failed or not.
+Contracts inferred from source live in ``fixers.contract_inference``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fixers.failures import Finding
+
+CONFIG_FILE = ".repairbot.toml"
+DEFAULT_TEST_DIRS: tuple[str, ...] = ("tests", "test", "testing")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One base-class contract. ``source`` says where it came from (builtin, file, inferred)."""
+
+    name: str
+    base: str
+    forbidden: str = "forward"
+    hook: str = "_forward_impl"
+    restore_hook: str | None = "_ensure_spec_dec_state_restored"
+    metadata_params: tuple[str, ...] = ("attn_metadata", "spec_metadata")
+    base_module: str | None = None
+    source: str = "builtin"
+
+    def describe(self) -> str:
+        """One line for reports: ``SpecWorkerBase: forward -> _forward_impl``."""
+        return f"{self.base}: {self.forbidden} -> {self.hook} ({self.source})"
+
+
+SPEC_WORKER_CONTRACT = Contract(name="spec-worker", base="SpecWorkerBase")
+BUILTIN_CONTRACTS: tuple[Contract, ...] = (SPEC_WORKER_CONTRACT,)
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """What a target repository tells the sweep; ``errors`` are reported, not raised."""
+
+    contracts: tuple[Contract, ...] = ()
+    test_dirs: tuple[str, ...] = DEFAULT_TEST_DIRS
+    exclude: tuple[str, ...] = ()
+    python: tuple[int, int] | None = None
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_CONTRACT_KEYS = {
+    "name",
+    "base",
+    "base_module",
+    "forbidden",
+    "hook",
+    "restore_hook",
+    "metadata_params",
+}
+
+
+def _ident(table: dict[str, Any], key: str, default: str | None, where: str) -> str | None:
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _IDENT.match(value):
+        raise ValueError(f"{where}: {key!r} must be a Python identifier, got {value!r}")
+    return value
+
+
+def contract_from_table(table: dict[str, Any], where: str) -> Contract:
+    """Build a contract from one ``[[contract]]`` table; raises ``ValueError`` with the reason."""
+    unknown = sorted(set(table) - _CONTRACT_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(_CONTRACT_KEYS)}")
+    base = _ident(table, "base", None, where)
+    if base is None:
+        raise ValueError(f"{where}: 'base' (the base class name) is required")
+    base_module = table.get("base_module")
+    if base_module is not None and (
+        not isinstance(base_module, str) or not _DOTTED.match(base_module)
+    ):
+        raise ValueError(f"{where}: 'base_module' must be a dotted module name")
+    params = table.get("metadata_params", list(SPEC_WORKER_CONTRACT.metadata_params))
+    if not isinstance(params, list) or not all(
+        isinstance(p, str) and _IDENT.match(p) for p in params
+    ):
+        raise ValueError(f"{where}: 'metadata_params' must be a list of identifiers")
+    forbidden = _ident(table, "forbidden", "forward", where) or "forward"
+    hook = _ident(table, "hook", "_forward_impl", where) or "_forward_impl"
+    if forbidden == hook:
+        raise ValueError(f"{where}: 'forbidden' and 'hook' must differ")
+    name = table.get("name", base)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: 'name' must be a non-empty string")
+    return Contract(
+        name=name,
+        base=base,
+        base_module=base_module,
+        forbidden=forbidden,
+        hook=hook,
+        restore_hook=_ident(table, "restore_hook", SPEC_WORKER_CONTRACT.restore_hook, where),
+        metadata_params=tuple(params),
+        source=CONFIG_FILE,
+    )
+
+
+def parse_python_floor(spec: str) -> tuple[int, int] | None:
+    """The lowest ``3.N`` a ``requires-python``-style string allows (``">=3.10,<4"`` -> (3, 10))."""
+    best: tuple[int, int] | None = None
+    for match in re.finditer(r"(>=|~=|==|>)?\s*(\d+)\.(\d+)", spec):
+        op, major, minor = match.group(1), int(match.group(2)), int(match.group(3))
+        if op in (None, ">=", "~=", "==", ">"):
+            version = (major, minor + 1) if op == ">" else (major, minor)
+            best = version if best is None or version < best else best
+    return best
+
+
+def _string_list(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{CONFIG_FILE}: {key!r} must be a list of strings")
+    return tuple(value)
+
+
+def _pyproject_floor(root: Path) -> tuple[int, int] | None:
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    project = data.get("project")
+    spec = project.get("requires-python") if isinstance(project, dict) else None
+    return parse_python_floor(spec) if isinstance(spec, str) else None
+
+
+def parse_config(text: str, root: Path) -> RepoConfig:
+    """Parse ``.repairbot.toml`` text. Every problem becomes an entry in ``errors``."""
+    errors: list[str] = []
+    python = _pyproject_floor(root)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return RepoConfig(python=python, errors=(f"{CONFIG_FILE}: not valid TOML: {exc}",))
+    contracts: list[Contract] = []
+    tables = data.get("contract", [])
+    if not isinstance(tables, list):
+        errors.append(f"{CONFIG_FILE}: 'contract' must be an array of tables ([[contract]])")
+        tables = []
+    for number, table in enumerate(tables, start=1):
+        where = f"{CONFIG_FILE} contract #{number}"
+        try:
+            if not isinstance(table, dict):
+                raise ValueError(f"{where}: must be a table")
+            contracts.append(contract_from_table(table, where))
+        except ValueError as exc:
+            errors.append(str(exc))
+    test_dirs: tuple[str, ...] = DEFAULT_TEST_DIRS
+    exclude: tuple[str, ...] = ()
+    try:
+        if "test_dirs" in data:
+            test_dirs = _string_list(data["test_dirs"], "test_dirs")
+        if "exclude" in data:
+            exclude = _string_list(data["exclude"], "exclude")
+        if "python" in data:
+            floor = parse_python_floor(str(data["python"]))
+            if floor is None:
+                raise ValueError(f"{CONFIG_FILE}: 'python' must look like \"3.10\"")
+            python = floor
+    except ValueError as exc:
+        errors.append(str(exc))
+    return RepoConfig(
+        contracts=tuple(contracts),
+        test_dirs=test_dirs,
+        exclude=exclude,
+        python=python,
+        errors=tuple(errors),
+    )
+
+
+def load_config(root: Path) -> RepoConfig:
+    """Read ``root/.repairbot.toml`` if present (unreadable or invalid files give ``errors``)."""
+    path = root / CONFIG_FILE
+    if not path.is_file():
+        return RepoConfig(python=_pyproject_floor(root))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return RepoConfig(
+            python=_pyproject_floor(root), errors=(f"{CONFIG_FILE}: unreadable: {exc}",)
+        )
+    return parse_config(text, root)
+
+
+def contract_from_option(option: str) -> Contract:
+    """Parse ``--contract``: ``Base`` or ``Base:forbidden:hook[:restore_hook]`` (or ``builtin``)."""
+    if option in ("builtin", SPEC_WORKER_CONTRACT.name):
+        return SPEC_WORKER_CONTRACT
+    parts = option.split(":")
+    if not 1 <= len(parts) <= 4 or not all(_IDENT.match(p) for p in parts):
+        raise ValueError(
+            f"--contract {option!r}: expected Base or Base:forbidden:hook[:restore_hook]"
+        )
+    table: dict[str, Any] = {"base": parts[0]}
+    for key, value in zip(("forbidden", "hook", "restore_hook"), parts[1:], strict=False):
+        table[key] = value
+    return Contract(**{**contract_from_table(table, "--contract").__dict__, "source": "--contract"})
+
+
+def contracts_from_findings(
+    findings: list[Finding], known: tuple[Contract, ...] = BUILTIN_CONTRACTS
+) -> list[Contract]:
+    """The contracts a classified CI log points at.
+
+    ``contract-forward-override`` names base, method and hook (a known contract with that base
+    and method is preferred, since it also knows the restore hook); ``abstract-method-missing``
+    picks every known contract whose hook is among the missing methods.
+    """
+    picked: list[Contract] = []
+    for finding in findings:
+        if finding.signature == "contract-forward-override":
+            base = finding.captures.get("base", "")
+            method = finding.captures.get("method", "forward")
+            hook = finding.captures.get("hook", "_forward_impl")
+            match = [c for c in known if c.base == base and c.forbidden == method]
+            if match:
+                picked.extend(match)
+            elif (
+                _IDENT.match(base)
+                and _IDENT.match(method)
+                and _IDENT.match(hook)
+                and method != hook
+            ):
+                picked.append(
+                    Contract(
+                        name=f"{base}.{method}",
+                        base=base,
+                        forbidden=method,
+                        hook=hook,
+                        source="CI log",
+                    )
+                )
+        elif finding.signature == "abstract-method-missing":
+            missing = set(finding.missing_methods)
+            picked.extend(c for c in known if c.hook in missing)
+    return list(dict.fromkeys(picked))

@@ -1,0 +1,198 @@
+"""Sweep a repository for every violation of its contracts, and fix them all in one change.
+
+``sweep`` reports; ``fix`` plans codemods per file, applies them in memory, gathers safety
+evidence, and returns the changes (``write_changes`` puts them on disk). I/O stays at the edges:
+reading the tree (through ``RepoIndex``) and the import subprocess.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from libcst.codemod import TransformSkip, TransformSuccess, transform_module
+
+from fixers.codemods._common import DEFAULT_LINE_LENGTH
+from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config
+from fixers.evidence import check_imports, parse_problem, scope_problem
+from fixers.fix_plan import FilePlan, Step, plan_fixes
+from fixers.index import Hierarchy, IndexCache, RepoIndex
+from fixers.outcome import Evidence, FileChange, FixResult, Skip, SweepReport
+from fixers.violations import Violation, find_violations
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SweepState:
+    """A report plus what fixing needs from the sweep (index, hierarchies, config)."""
+
+    report: SweepReport
+    index: RepoIndex
+    hierarchies: list[Hierarchy]
+    config: RepoConfig
+
+
+def _dedupe(contracts: list[Contract]) -> list[Contract]:
+    seen: dict[tuple[str, str], Contract] = {}
+    for contract in contracts:
+        seen.setdefault((contract.base, contract.forbidden), contract)
+    return list(seen.values())
+
+
+def line_length(root: Path) -> int:
+    """The repository's configured line length (black, ruff, yapf), else black's 88."""
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return DEFAULT_LINE_LENGTH
+    tool = data.get("tool", {})
+    for key, name in (("black", "line-length"), ("ruff", "line-length"), ("yapf", "column_limit")):
+        value = tool.get(key, {}).get(name) if isinstance(tool.get(key), dict) else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return DEFAULT_LINE_LENGTH
+
+
+def run_sweep(
+    root: Path,
+    contracts: list[Contract] | None = None,
+    *,
+    cache: IndexCache | None = None,
+    infer: bool = True,
+    progress: Progress | None = None,
+) -> SweepState:
+    """Index ``root`` and find every violation of the given (or configured) contracts."""
+    config = load_config(root)
+    index = RepoIndex(root, cache, config.exclude)
+    if contracts is None:
+        contracts = [*BUILTIN_CONTRACTS, *config.contracts]
+        if infer:
+            contracts.extend(index.inferred_contracts())
+    contracts = _dedupe(contracts)
+    hierarchies = index.load_hierarchies(contracts, progress)
+    violations: list[Violation] = []
+    for hierarchy in hierarchies:
+        violations.extend(find_violations(index, hierarchy, config.test_dirs))
+    skips = [Skip(rel, reason) for rel, reason in sorted(index.errors.items())]
+    report = SweepReport(
+        root=str(root),
+        contracts=contracts,
+        listing=index.listing,
+        files=index.stats.files,
+        files_read=index.stats.read,
+        files_parsed=index.stats.parsed,
+        violations=violations,
+        skips=skips,
+        config_errors=list(config.errors),
+    )
+    return SweepState(report, index, hierarchies, config)
+
+
+def sweep(root: Path, contracts: list[Contract] | None = None, **kwargs: object) -> SweepReport:
+    """The report of ``run_sweep`` (the keyword options are the same)."""
+    return run_sweep(root, contracts, **kwargs).report  # type: ignore[arg-type]
+
+
+def _apply(step: Step, code: str) -> tuple[str | None, str]:
+    result = transform_module(step.make(), code)
+    if isinstance(result, TransformSuccess):
+        return result.code, ""
+    if isinstance(result, TransformSkip):
+        return None, result.skip_description
+    return None, f"{step.name} failed: {getattr(result, 'error', result)}"
+
+
+def _apply_plan(
+    plan: FilePlan, source: str, python: tuple[int, int] | None
+) -> tuple[FileChange | None, list[Skip]]:
+    code = source
+    skips: list[Skip] = []
+    done: list[Step] = []
+    for step in plan.steps:
+        new, why = _apply(step, code)
+        if new is None:
+            skips.append(Skip(plan.path, why, ",".join(step.classes)))
+        else:
+            code, done = new, [*done, step]
+    if not done:
+        return None, skips
+    problem = parse_problem(code, python)
+    if problem is not None:
+        return None, [*skips, Skip(plan.path, problem)]
+    idempotent = all(_apply(step, code)[0] is None for step in done)
+    classes = sorted({c for step in done for c in step.classes})
+    stray = scope_problem(source, code, classes)
+    change = FileChange(
+        plan.path, plan.module, source, code, list(dict.fromkeys(s.name for s in done)), classes
+    )
+    change.evidence = Evidence(
+        parses=True, idempotent=idempotent, scoped=not stray, scope_detail=stray
+    )
+    return change, skips
+
+
+def _read_text(root: Path, rel: str) -> tuple[str | None, str]:
+    try:
+        return (root / rel).read_bytes().decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "not UTF-8: LibCST edits need the text"
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+
+
+def fix(
+    root: Path,
+    contracts: list[Contract] | None = None,
+    *,
+    cache: IndexCache | None = None,
+    imports: bool = True,
+    progress: Progress | None = None,
+) -> FixResult:
+    """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change."""
+    state = run_sweep(root, contracts, cache=cache, progress=progress)
+    plans, skips = plan_fixes(
+        state.index,
+        state.hierarchies,
+        state.report.violations,
+        state.config.python,
+        line_length(root),
+    )
+    changes: list[FileChange] = []
+    for plan in plans:
+        source, why = _read_text(root, plan.path)
+        if source is None:
+            skips.append(Skip(plan.path, why))
+            continue
+        change, more = _apply_plan(plan, source, state.config.python)
+        skips.extend(more)
+        if change is not None:
+            changes.append(change)
+    if imports and changes:
+        results = check_imports(root, changes)
+        for change in changes:
+            status, detail = results.get(change.path, ("unverified", "no answer"))
+            assert change.evidence is not None
+            change.evidence = Evidence(
+                **{**change.evidence.__dict__, "import_status": status, "import_detail": detail}
+            )
+    return FixResult(state.report, changes, skips)
+
+
+def write_changes(root: Path, result: FixResult) -> list[str]:
+    """Write every change whose evidence holds; returns the paths written."""
+    written: list[str] = []
+    for change in result.changes:
+        if change.evidence is not None and not change.evidence.ok:
+            result.skips.append(
+                Skip(
+                    change.path,
+                    "evidence failed: not written: " + "; ".join(change.evidence.lines()),
+                )
+            )
+            continue
+        (root / change.path).write_bytes(change.after.encode("utf-8"))
+        written.append(change.path)
+    return written

@@ -1,0 +1,164 @@
+"""Contracts: built in, from .repairbot.toml, from --contract, from a CI log, inferred."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fixers.contract_inference import infer_contracts
+from fixers.contracts import (
+    SPEC_WORKER_CONTRACT,
+    contract_from_option,
+    contracts_from_findings,
+    load_config,
+    parse_python_floor,
+)
+from fixers.failures import Finding
+
+
+def _write(root: Path, text: str) -> Path:
+    (root / ".repairbot.toml").write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def test_builtin_contract_is_the_spec_worker_one() -> None:
+    c = SPEC_WORKER_CONTRACT
+    assert (c.base, c.forbidden, c.hook, c.restore_hook) == (
+        "SpecWorkerBase",
+        "forward",
+        "_forward_impl",
+        "_ensure_spec_dec_state_restored",
+    )
+    assert c.metadata_params == ("attn_metadata", "spec_metadata")
+
+
+def test_config_contracts_and_settings(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        """
+        python = "3.10"
+        test_dirs = ["qa"]
+        exclude = ["third_party/*"]
+
+        [[contract]]
+        base = "RunnerBase"
+        forbidden = "run"
+        hook = "_run_impl"
+        restore_hook = "_cleanup"
+        metadata_params = ["ctx"]
+    """,
+    )
+    config = load_config(tmp_path)
+    assert config.errors == ()
+    assert config.python == (3, 10) and config.test_dirs == ("qa",)
+    assert config.exclude == ("third_party/*",)
+    (contract,) = config.contracts
+    assert (contract.base, contract.forbidden, contract.hook, contract.restore_hook) == (
+        "RunnerBase",
+        "run",
+        "_run_impl",
+        "_cleanup",
+    )
+    assert contract.metadata_params == ("ctx",) and contract.source == ".repairbot.toml"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[[contract]\nbase = 1", "not valid TOML"),
+        ("[[contract]]\nforbidden = 'run'", "'base'"),
+        ("[[contract]]\nbase = 'not an identifier'", "identifier"),
+        ("[[contract]]\nbase = 'B'\ncolour = 'red'", "unknown keys"),
+        ("[[contract]]\nbase = 'B'\nforbidden = 'x'\nhook = 'x'", "must differ"),
+        ("contract = 3", "array of tables"),
+        ("test_dirs = 'tests'", "list of strings"),
+        ("python = 'three'", "'python'"),
+    ],
+)
+def test_bad_config_is_reported_not_raised(tmp_path: Path, text: str, fragment: str) -> None:
+    config = load_config(_write(tmp_path, text))
+    assert any(fragment in error for error in config.errors), config.errors
+    assert config.contracts == ()
+
+
+def test_config_that_is_not_utf8_is_reported(tmp_path: Path) -> None:
+    (tmp_path / ".repairbot.toml").write_bytes(b"base = '\xff'")
+    assert "unreadable" in load_config(tmp_path).errors[0]
+
+
+def test_python_floor_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.10, <4"\n')
+    assert load_config(tmp_path).python == (3, 10)
+    assert parse_python_floor(">3.9") == (3, 10)
+    assert parse_python_floor("whatever") is None
+
+
+def test_contract_option() -> None:
+    assert contract_from_option("builtin") is SPEC_WORKER_CONTRACT
+    c = contract_from_option("RunnerBase:run:_run_impl")
+    assert (c.base, c.forbidden, c.hook, c.source) == (
+        "RunnerBase",
+        "run",
+        "_run_impl",
+        "--contract",
+    )
+    with pytest.raises(ValueError, match="expected Base"):
+        contract_from_option("a b")
+
+
+def test_contracts_from_findings() -> None:
+    guard = Finding(
+        "contract-forward-override",
+        "rename",
+        "TypeError",
+        "m",
+        captures={
+            "cls": "W",
+            "base": "SpecWorkerBase",
+            "method": "forward",
+            "hook": "_forward_impl",
+        },
+    )
+    other = Finding(
+        "contract-forward-override",
+        "rename",
+        "TypeError",
+        "m",
+        captures={"cls": "W", "base": "RunnerBase", "method": "run", "hook": "_run"},
+    )
+    abstract = Finding(
+        "abstract-method-missing",
+        "stub",
+        "TypeError",
+        "m",
+        missing_methods=("_forward_impl", "max_draft_len"),
+    )
+    unrelated = Finding("unclassified", None, None, "boom")
+    assert contracts_from_findings([guard, abstract]) == [SPEC_WORKER_CONTRACT]
+    (picked,) = contracts_from_findings([other])
+    assert (picked.base, picked.forbidden, picked.hook, picked.source) == (
+        "RunnerBase",
+        "run",
+        "_run",
+        "CI log",
+    )
+    assert contracts_from_findings([unrelated]) == []
+
+
+GUARDED = (Path(__file__).parents[1] / "fixtures" / "sweep" / "guarded_runner.py").read_text()
+
+
+def test_infer_contract_from_init_subclass_guard() -> None:
+    (contract,) = infer_contracts(ast.parse(GUARDED), "pkg.runner", "pkg/runner.py")
+    assert (contract.base, contract.base_module, contract.forbidden, contract.hook) == (
+        "RunnerBase",
+        "pkg.runner",
+        "run",
+        "_run_impl",
+    )
+    assert contract.restore_hook == "_cleanup"
+    assert contract.metadata_params == ("ctx", "state")
+    assert contract.source == "inferred from pkg/runner.py:4"

@@ -1,0 +1,83 @@
+"""Golden tree: tests/fixtures/sweep/golden/before -> repairbot fix -> exactly .../after."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixers.sweep import fix, sweep, write_changes
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "sweep" / "golden"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(GOLDEN / "before", root)
+    return root
+
+
+def test_fix_matches_golden_after(tree: Path) -> None:
+    result = fix(tree)
+    assert all(c.evidence is not None and c.evidence.ok for c in result.changes)
+    assert all(c.evidence.import_status == "ok" for c in result.changes if c.evidence)
+    write_changes(tree, result)
+    assert _files(tree) == _files(GOLDEN / "after")
+
+
+def test_unfixable_and_bad_files_are_reported_with_reasons(tree: Path) -> None:
+    result = fix(tree, imports=False)
+    reasons = {(s.path, s.reason) for s in [*result.report.skips, *result.skips]}
+    assert ("pkg/workers/broken.py", "syntax error at line 4: invalid syntax") in reasons
+    assert any(p == "pkg/workers/latin1.py" and "UTF-8" in r for p, r in reasons)
+    assert any(
+        "HalfDoneWorker lacks _forward_impl" in r and "needs a human" in r for _, r in reasons
+    )
+    leaky = [v for v in result.report.violations if v.kind == "unrestored-state"]
+    assert [(v.location(), v.fix) for v in leaky] == [("pkg/workers/library_missing.py:11", None)]
+
+
+def test_conforming_and_unrelated_classes_are_untouched(tree: Path) -> None:
+    result = fix(tree, imports=False)
+    changed = {c.path for c in result.changes}
+    assert "pkg/workers/conforming.py" not in changed
+    assert "pkg/base.py" not in changed
+    nvtx = next(c for c in result.changes if c.path == "pkg/workers/nvtx.py")
+    assert "class Unrelated:\n    def forward(self, x):" in nvtx.after
+
+
+def test_second_run_is_a_no_op(tree: Path) -> None:
+    write_changes(tree, fix(tree, imports=False))
+    again = fix(tree, imports=False)
+    assert again.changes == []
+    fixable = {v.path for v in sweep(tree).violations if v.fix is not None}
+    assert fixable == {"pkg/workers/latin1.py"}  # reported each time: it is not UTF-8
+
+
+def test_the_repository_tests_fail_before_and_pass_after(tree: Path) -> None:
+    def pytest_run() -> int:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        return proc.returncode
+
+    assert pytest_run() != 0
+    write_changes(tree, fix(tree, imports=False))
+    assert pytest_run() == 0
