@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import event
@@ -10,12 +11,17 @@ from sqlalchemy.orm import Session
 from bot.tasks.celery_app import app
 
 _PENDING_KEY = "repairbot_pending_tasks"
+log = logging.getLogger(__name__)
 
 
 def enqueue_after_commit(
     session: Session, task_name: str, *args: Any, queue: str | None = None
 ) -> None:
-    """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back."""
+    """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back.
+
+    A send that fails (the broker is down) is logged, not raised: the database already holds the
+    work, and the reconciler re-sends whatever stays unfinished.
+    """
     pending: list[tuple[str, tuple[Any, ...], str | None]] = session.info.setdefault(
         _PENDING_KEY, []
     )
@@ -27,7 +33,15 @@ def enqueue_after_commit(
 
 def _send_pending(session: Session) -> None:
     for task_name, args, queue in session.info.pop(_PENDING_KEY, []):
-        app.send_task(task_name, args=args, queue=queue)
+        try:
+            app.send_task(task_name, args=args, queue=queue)
+        except Exception:  # the rows are committed: a broker outage must not fail the request
+            log.warning(
+                "could not send %s%r; the reconciler will re-send it",
+                task_name,
+                args,
+                exc_info=True,
+            )
 
 
 def _drop_pending(session: Session) -> None:

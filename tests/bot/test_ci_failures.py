@@ -183,3 +183,26 @@ def test_reports_over_the_limit_are_413(tmp_path):
     upgrade(settings.resolved_database_url)
     with TestClient(create_app(settings)) as client:
         assert client.post("/api/v1/ci-failures", content=CONSOLE, headers=AUTH).status_code == 413
+
+
+def test_a_broker_outage_still_answers_and_the_reconciler_sends_later(tmp_path):
+    from datetime import timedelta
+
+    from bot.db.migrate import upgrade
+    from bot.db.models import utcnow
+    from bot.tasks.reconcile import reconcile_once
+    from tests.conftest import make_settings
+
+    down = make_settings(tmp_path / "d", broker_url="redis://127.0.0.1:1/0")
+    upgrade(down.resolved_database_url)
+    with TestClient(create_app(down)) as client:
+        response = client.post("/api/v1/ci-failures", content=CONSOLE, headers=AUTH)
+    assert response.status_code == 202
+    assert _counts(down) == (1, 1)
+    with session_scope(down.resolved_database_url) as session:
+        report = session.get_one(Report, response.json()["report_id"])
+        report.triage_sent_at = utcnow() - timedelta(seconds=60)
+    up = make_settings(tmp_path / "d")  # the same database, a reachable (filesystem) broker
+    create_app(up)
+    assert reconcile_once(up) == 1
+    assert len(list(Path(up.broker_transport_options["data_folder_in"]).glob("*.msg"))) == 1
