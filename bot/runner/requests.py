@@ -60,35 +60,60 @@ def request_verification(
     return verification
 
 
-def send_verification(session: Session, verification: Verification, queue: str) -> None:
+def send_verification(
+    session: Session, verification: Verification, queue: str, *, now: float | None = None
+) -> None:
     """(Re)send a queued verification to ``queue``; the first worker to claim it runs it."""
     verification.queue = queue
     attempts = verification.options.get("queues_tried", [])
     verification.options = {
         **verification.options,
         "queues_tried": [*attempts, queue],
-        "sent_at": time.time(),
+        "sent_at": time.time() if now is None else now,
     }
     enqueue_after_commit(session, "repairbot.verify", verification.id, queue=queue)
 
 
+def fallback_chain(requested: str, fallback_queues: Sequence[str]) -> list[str]:
+    """The queues a verification may go to, in order: never back up the chain.
+
+    >>> fallback_chain("gpu.H100_PCIe", ["gpu.any", "cpu"])
+    ['gpu.H100_PCIe', 'gpu.any', 'cpu']
+    >>> fallback_chain("cpu", ["gpu.any", "cpu"])
+    ['cpu']
+    """
+    if requested in fallback_queues:
+        return list(fallback_queues[list(fallback_queues).index(requested) :])
+    return [requested, *fallback_queues]
+
+
 def fall_back(
-    session: Session, *, fallback_queues: Sequence[str], after_s: float, now: float | None = None
+    session: Session,
+    *,
+    fallback_queues: Sequence[str],
+    after_s: float,
+    resend_after_s: float,
+    now: float | None = None,
 ) -> list[Verification]:
-    """Re-send verifications no worker claimed within ``after_s`` to the next fallback queue."""
+    """Verifications no worker claimed: after ``after_s`` to the next queue of their chain; at
+    the end of the chain, re-sent there after ``resend_after_s`` (the message may be lost)."""
     moment = time.time() if now is None else now
     moved = []
     queued = session.scalars(
         select(Verification).where(Verification.state == VerificationState.QUEUED.value)
     ).all()
     for verification in queued:
+        waited = moment - float(verification.options.get("sent_at", 0.0))
         tried = verification.options.get("queues_tried", [])
-        if moment - float(verification.options.get("sent_at", 0.0)) < after_s:
+        chain = fallback_chain(verification.requested_queue, fallback_queues)
+        following = [queue for queue in chain if queue not in tried]
+        if following and waited >= after_s:
+            send_verification(session, verification, following[0], now=moment)
+        elif not following and waited >= resend_after_s:
+            send_verification(session, verification, chain[-1], now=moment)
+        else:
             continue
-        following = [queue for queue in fallback_queues if queue not in tried]
-        if following:
-            send_verification(session, verification, following[0])
-            moved.append(verification)
+        moved.append(verification)
     return moved
 
 

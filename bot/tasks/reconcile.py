@@ -45,6 +45,7 @@ def reconcile_once(settings: Settings) -> int:
                 session,
                 fallback_queues=settings.verify_fallback_queues,
                 after_s=settings.verify_fallback_after_s,
+                resend_after_s=settings.stale_after_s,
             )
         )
     return sent
