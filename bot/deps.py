@@ -8,7 +8,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.session import session_factory
+from bot.db.session import session_scope
 
 
 def get_app_settings(request: Request) -> Settings:
@@ -20,12 +20,5 @@ def get_app_settings(request: Request) -> Settings:
 def get_session(request: Request) -> Iterator[Session]:
     """A session that commits when the handler returns normally."""
     settings: Settings = request.app.state.settings
-    session = session_factory(settings.resolved_database_url)()
-    try:
+    with session_scope(settings.resolved_database_url) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
