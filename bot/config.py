@@ -154,12 +154,12 @@ class Settings(BaseSettings):
     @property
     def resolved_broker_url(self) -> str:
         """The broker URL, defaulting to kombu's durable filesystem transport in the data dir."""
-        return self.broker_url or "filesystem://localhost/"
+        return self.broker_url or "durable-files://localhost/"
 
     @property
     def broker_transport_options(self) -> dict[str, object]:
         """Transport options: the filesystem transport's folder, and a brisk polling interval."""
-        if not self.resolved_broker_url.startswith("filesystem:"):
+        if not self.resolved_broker_url.startswith(("durable-files:", "filesystem:")):
             return {}
         folder = (self.data_dir / "broker").resolve()
         folder.mkdir(parents=True, exist_ok=True)

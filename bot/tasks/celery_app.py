@@ -5,6 +5,9 @@ from __future__ import annotations
 from celery import Celery
 
 from bot.config import Settings
+from bot.tasks import file_broker
+
+file_broker.register()
 
 app = Celery(
     "repairbot",

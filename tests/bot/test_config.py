@@ -13,7 +13,7 @@ def test_defaults_are_the_embedded_configuration(tmp_path, monkeypatch):
     settings = Settings(data_dir=tmp_path)
     assert settings.environment == "development"
     assert settings.resolved_database_url == f"sqlite:///{tmp_path.resolve()}/repairbot.db"
-    assert settings.resolved_broker_url == "filesystem://localhost/"
+    assert settings.resolved_broker_url == "durable-files://localhost/"
     assert settings.broker_transport_options["data_folder_in"] == str(tmp_path.resolve() / "broker")
 
 
