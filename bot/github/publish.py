@@ -32,6 +32,7 @@ from bot.forge.git import (
 from bot.forge.github import GitHubForge, PullInfo
 from bot.forge.pr_text import PullRequestText, fixed_violations
 from bot.github.mirror import push_branch, sync_mirror
+from bot.runner.requests import request_verification
 from fixers.contracts import Contract
 from fixers.sweep import fix, sweep, write_changes
 
@@ -221,6 +222,13 @@ def _open(settings: Settings, forge: GitHubForge, c: Candidate) -> None:
             run=session.get_one(RepairRun, c.run_id),
             to=RunState.PR_OPENED,
             reason=f"PR #{row.number} on {c.branch}",
+        )
+        # The bot authored this branch, so it is trusted: verify it at once.
+        request_verification(
+            session,
+            fix=row,
+            requested_by="repairbot (automatic)",
+            default_queue=settings.verify_default_queue,
         )
 
 

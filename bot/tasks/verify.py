@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
@@ -15,6 +16,10 @@ from bot.db.crud import move_run
 from bot.db.models import RunState, Verification, VerificationState, utcnow
 from bot.db.session import session_scope
 from bot.forge.base import forge_for
+from bot.forge.git import GitError
+from bot.forge.github import GitHubForge
+from bot.github.client import GitHubNotConfigured
+from bot.github.mirror import is_github_repository, sync_mirror
 from bot.github.retry import RateLimited
 from bot.runner.report import STATUS_CONTEXT, where_it_ran
 from bot.runner.sandbox import Limits
@@ -87,6 +92,24 @@ def verify_fix(self: RepairbotTask, verification_id: int) -> None:
     plan = _claim(settings, verification_id, queue)
     if plan is None:
         return
+    if is_github_repository(str(plan.repo)):
+        try:  # a GPU host has no checkout of its own: fetch the fix branch into a mirror
+            mirror = sync_mirror(settings, str(plan.repo), GitHubForge(settings).token())
+        except (GitError, GitHubNotConfigured, RateLimited) as exc:
+            _finish(
+                settings,
+                verification_id,
+                state=VerificationState.ERROR,
+                verdict=None,
+                reason=f"cannot fetch {plan.repo}: {exc}",
+                device="unknown",
+                host="",
+                on_requested=False,
+                results={},
+                log="",
+            )
+            return
+        plan = dataclasses.replace(plan, repo=mirror)
     root = settings.runner_dir or Path(tempfile.gettempdir()) / "repairbot-runs"
     run_dir = root / f"verification-{verification_id}-{int(time.time())}"
     last_check = [0.0]

@@ -9,7 +9,7 @@ import subprocess
 import httpx
 import pytest
 
-from bot.demo import build_target, run_tests, wait_for_runs
+from bot.demo import build_target, run_tests, wait_for_runs, wait_for_verification
 from bot.forge.git import commit_all, fresh_worktree, git
 from bot.github.signature import sign
 from fixers.sweep import fix, write_changes
@@ -142,3 +142,37 @@ def test_ten_failures_of_one_violation_give_one_pr_and_nine_links(service, githu
     assert len(github_api.pulls(REPO)) == 1 and len(fixes) == 1
     assert {run["fix_id"] for r in reports for run in r["runs"]} == {fixes[0]["id"]}
     assert len(github_api.calls_to("POST", r"/pulls$")) == 1
+
+
+def test_a_github_pr_is_verified_and_the_verdict_reported_on_it(make_service, github_api, failing):
+    github_api.create_repo(REPO, failing[0])
+    service = make_service(
+        github_api_url=github_api.url,
+        github_token=TOKEN,
+        github_git_url_template=github_api.git_url_template,
+        github_seconds_between_writes="0",
+        verify_fallback_after_s="1",
+    )
+    service.start_api()
+    with service.client() as client:
+        wait_for_runs(client, _post(client, failing, 1)["url"], timeout_s=180)
+        [fix_row] = client.get("/api/v1/fixes").json()
+        verification = wait_for_verification(client, fix_row["id"], timeout_s=600)
+    assert verification["verdict"] == "fixed", (verification, service.logs())
+    assert verification["device"] == "cpu" and verification["on_requested_device"] is False
+    ours = fix_row["number"]
+    _wait(
+        lambda: any(
+            "repairbot verification" in c["body"]
+            for c in github_api.repos[REPO].comments.get(ours, [])
+        ),
+        service,
+    )
+    comment = next(
+        c["body"]
+        for c in github_api.repos[REPO].comments[ours]
+        if "repairbot verification" in c["body"]
+    )
+    assert "NOT on the requested H100_PCIe" in comment
+    statuses = [call.body for call in github_api.calls_to("POST", r"/statuses/")]
+    assert {"state": "success", "context": "repairbot/verify"}.items() <= statuses[-1].items()
