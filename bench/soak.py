@@ -297,7 +297,7 @@ def main() -> None:
     redis.wait()
     time.sleep(3)
     redis = start_redis(redis_port)
-    faults.append(f"{time.strftime('%H:%M:%S')} Redis shut down (nothing saved) and restarted")
+    faults.append(f"{time.strftime('%H:%M:%S')} Redis killed (nothing persisted) and restarted")
     sender.join()
     engine = create_engine(db_url)
     with console.status("draining: waiting for every delivery, report, run and verification"):
