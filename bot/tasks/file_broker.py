@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from functools import cached_property
+from pathlib import Path
 from time import monotonic
 from typing import Any
 
@@ -21,6 +23,12 @@ SCHEME = "durable-files"
 
 class Channel(filesystem.Channel):
     """A filesystem channel whose messages appear whole or not at all."""
+
+    @cached_property
+    def control_folder(self) -> Path:
+        """Exchange tables beside the messages, never in the working directory (kombu's default)."""
+        configured = self.transport_options.get("control_folder")
+        return Path(configured) if configured else Path(self.data_folder_in) / "control"
 
     def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
