@@ -12,11 +12,10 @@ from torch import nn
 
 from runtime.attention import AttentionMetadata
 from runtime.draft_models import FusedDraftHead
-from runtime.faults import fault_point
 from runtime.model import TinyLM
 from runtime.profiling import nvtx_range
 from runtime.resources import ResourceManager
-from runtime.speculative.drafting import chain_draft, committed_window, require_draft
+from runtime.speculative.fused_head import fused_head_step
 from runtime.speculative.interface import SpecMetadata, SpecOutput, SpecWorkerBase
 
 
@@ -45,27 +44,14 @@ class MTPWorker(SpecWorkerBase):
         resource_manager: ResourceManager | None = None,
     ) -> SpecOutput:
         """Accept the verified drafts, then draft K more with the MTP module."""
-        draft = require_draft(draft_model)
-        if resource_manager is None:
-            raise ValueError("MTPWorker needs the resource manager (draft KV cache)")
-        accepted, num_accepted = self.accept_chain(logits, attn_metadata, spec_metadata)
-        fault_point("mtp.accept")
-        window = committed_window(
+        return fused_head_step(
+            self,
+            "mtp",
             input_ids,
             hidden_states,
-            accepted,
-            num_accepted,
+            logits,
             attn_metadata,
-            max_position=draft.pos_embed.num_embeddings - 1,
+            spec_metadata,
+            draft_model,
+            resource_manager,
         )
-        attn_metadata.prepare_for_spec_dec("kv_lens_cuda", "seq_lens_cuda")
-        drafts = chain_draft(
-            draft,
-            resource_manager.require_draft_cache(),
-            window,
-            attn_metadata,
-            self.max_draft_len,
-            "mtp.draft_step",
-        )
-        attn_metadata.restore_from_spec_dec()
-        return SpecOutput(accepted, num_accepted, drafts)
