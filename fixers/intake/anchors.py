@@ -10,6 +10,7 @@ the same job more slowly.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,15 @@ def _hyperscan_scanner(literals: Sequence[bytes]) -> Scanner:
         flags=[0] * len(literals),
     )
     lengths = [len(literal) for literal in literals]
+    # A scratch space serves one scan at a time and hyperscan releases the GIL while scanning:
+    # request threads sharing the database's default scratch raised ScratchInUseError.
+    local = threading.local()
+
+    def scratch() -> Any:
+        own = getattr(local, "scratch", None)
+        if own is None:
+            own = local.scratch = _hyperscan.Scratch(database)
+        return own
 
     def scan(chunk: bytes) -> list[int]:
         hits: list[int] = []
@@ -48,7 +58,7 @@ def _hyperscan_scanner(literals: Sequence[bytes]) -> Scanner:
         def on_match(pattern_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
             hits.append(end - lengths[pattern_id])
 
-        database.scan(chunk, match_event_handler=on_match)
+        database.scan(chunk, match_event_handler=on_match, scratch=scratch())
         return hits
 
     return scan

@@ -8,15 +8,17 @@ import json
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
 from bot.github.signature import sign
-from tests.conftest import SECRET
+from tests.conftest import CI_TOKEN, SECRET
 
 pytestmark = pytest.mark.e2e
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 
 
 def test_thousand_deliveries_with_duplicates_and_forgeries(make_service):
@@ -81,3 +83,29 @@ def test_thousand_deliveries_with_duplicates_and_forgeries(make_service):
     assert len(keys) == len(set(keys)) == len(expected)
     assert {key.removeprefix("github:") for key in keys} == expected
     assert all(outcome == "processed" for _, outcome in rows), service.logs()
+
+
+def test_fifty_concurrent_console_logs_are_all_stored(make_service):
+    """Different builds posted at once: each one stored (the shared hyperscan scratch lost most)."""
+    service = make_service()
+    service.start_api("--no-worker")
+    log = (LOGS / "py311" / "combined.console.txt").read_bytes()
+
+    def send(build: int) -> int:
+        with httpx.Client(base_url=service.url, timeout=60) as client:
+            response = client.post(
+                f"/api/v1/ci-failures?pipeline=L0_MergeRequest_PR&build_number={build}"
+                "&repository=/srv/repos/x&head_sha=abcdef1",
+                content=log + b"\n" * build,
+                headers={"Authorization": f"Bearer {CI_TOKEN}"},
+            )
+        return response.status_code
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        codes = list(pool.map(send, range(1, 51)))
+    assert codes == [202] * 50, service.logs()
+    engine = create_engine(f"sqlite:///{service.data_dir / 'repairbot.db'}")
+    with engine.connect() as connection:
+        builds = connection.execute(text("SELECT build_number FROM reports")).scalars().all()
+    engine.dispose()
+    assert sorted(builds) == list(range(1, 51))
