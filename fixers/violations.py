@@ -3,54 +3,22 @@
 * ``forbidden-override``: a subclass defines the forbidden method (fix: rename).
 * ``missing-hook``: a concrete leaf subclass has no hook anywhere in its repository MRO
   (fix: a stub for test doubles; a human for library classes).
-* ``transient-state``: metadata saved into locals and put back only on the success path
-  (fix: snapshot codemod).
-* ``unrestored-state``: metadata changed and never put back (reported only).
+* ``transient-state``: a success-path save/restore pair of metadata state (fix: snapshot).
+* ``deferred-fixup``: an in-place adjustment compensated later, only on the success path
+  (fix: a pending flag checked by the restore hook, or a human when the hook cannot redo it).
+
+The last two come from the state-flow model (``fixers.state_trace``, ``fixers.state_flow``);
+every other metadata change is a ``Note`` shown by ``sweep --explain`` only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from fixers.index import Hierarchy, Member, RepoIndex
 from fixers.repo_files import is_test_path
-from fixers.violations_state import find_class, scan_implementation
-
-Kind = Literal["forbidden-override", "missing-hook", "transient-state", "unrestored-state"]
-Fix = Literal["rename", "stub", "snapshot"]
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One place where a class breaks a contract, and how (or whether) the bot fixes it."""
-
-    kind: Kind
-    contract: str
-    path: str
-    line: int
-    class_qualname: str
-    detail: str
-    fix: Fix | None
-    method: str | None = None
-    saves: tuple[tuple[str, str, str], ...] = ()
-
-    def location(self) -> str:
-        """``path:line``."""
-        return f"{self.path}:{self.line}"
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict for ``repairbot sweep --json``."""
-        return {
-            "kind": self.kind,
-            "contract": self.contract,
-            "path": self.path,
-            "line": self.line,
-            "class": self.class_qualname,
-            "detail": self.detail,
-            "fix": self.fix,
-            "method": self.method,
-        }
+from fixers.state_flow import analyse
+from fixers.state_trace import ClassSource, Tracer, find_class
+from fixers.violation_types import Note, StateFindings, Violation
+from fixers.violations_state import state_violations
 
 
 def is_test_double(member: Member, test_dirs: tuple[str, ...]) -> bool:
@@ -123,59 +91,55 @@ def _structural(
     return found
 
 
-def _state(index: RepoIndex, hierarchy: Hierarchy, member: Member) -> list[Violation]:
+def _state(index: RepoIndex, hierarchy: Hierarchy, member: Member) -> StateFindings:
     contract = hierarchy.contract
     if contract.restore_hook is None or not contract.metadata_params:
-        return []
+        return [], []
     if _defines(hierarchy, member.qualname, contract.restore_hook):
-        return []
+        return [], []
     method = next(
         (m for m in (contract.hook, contract.forbidden) if m in member.facts.methods), None
     )
-    tree = index.tree(member.rel) if method is not None else None
-    cls = find_class(tree, member.facts.qualname) if tree is not None else None
-    if method is None or cls is None:
-        return []
-    report = scan_implementation(cls, method, contract.metadata_params)
-    found: list[Violation] = []
-    for saved in report.saved:
-        attrs = ", ".join(f"{p}.{a}" for _, p, a in saved.saves)
-        found.append(
-            Violation(
-                "transient-state",
-                contract.name,
-                member.rel,
-                saved.line,
-                member.qualname,
-                f"{member.facts.qualname}.{saved.method} restores {attrs} only on the success path",
-                "snapshot",
-                saved.method,
-                saved.saves,
-            )
-        )
-    for change in report.unrestored:
-        found.append(
-            Violation(
-                "unrestored-state",
-                contract.name,
-                member.rel,
-                change.line,
-                member.qualname,
-                f"{member.facts.qualname}.{change.method} changes {change.param}.{change.attr} "
-                "and no path puts it back: needs a human",
-                None,
-                change.method,
-            )
-        )
-    return found
+    if method is None:
+        return [], []
+    mro = class_sources(index, hierarchy, member.qualname)
+    if not mro:
+        return [], []
+    flow = analyse(Tracer(mro, contract.metadata_params).trace(method))
+    entry = mro[0].method(method)
+    assert entry is not None
+    found = [*state_violations(contract, member, entry, flow.pairs, flow.fixups)]
+    return found, list(flow.observations)
+
+
+def class_sources(index: RepoIndex, hierarchy: Hierarchy, qualname: str) -> list[ClassSource]:
+    """The class statements of ``qualname``'s repository MRO, then the base's if it is here."""
+    sources: list[ClassSource] = []
+    members = [(m.rel, m.facts.qualname) for m in hierarchy.ancestors(qualname)]
+    bases = []
+    for base in sorted(hierarchy.bases):
+        if base in index.classes:
+            rel, facts = index.classes[base]
+            bases.append((rel, facts.qualname))
+    for rel, cls_qualname in [*members, *bases]:
+        tree = index.tree(rel)
+        node = find_class(tree, cls_qualname) if tree is not None else None
+        if node is not None:
+            sources.append(ClassSource(cls_qualname, rel, node))
+    return sources
 
 
 def find_violations(
     index: RepoIndex, hierarchy: Hierarchy, test_dirs: tuple[str, ...]
-) -> list[Violation]:
-    """Every violation of ``hierarchy.contract`` among its members, in file/line order."""
+) -> tuple[list[Violation], list[Note]]:
+    """Every violation of ``hierarchy.contract`` among its members, in file/line order, and the
+    state changes that are not violations (for ``sweep --explain``)."""
     found: list[Violation] = []
+    notes: list[Note] = []
     for member in hierarchy.members.values():
         found.extend(_structural(hierarchy, member, test_dirs))
-        found.extend(_state(index, hierarchy, member))
-    return sorted(found, key=lambda v: (v.path, v.line, v.kind))
+        state, observations = _state(index, hierarchy, member)
+        found.extend(state)
+        notes.extend(Note.of(member.facts.qualname, o) for o in observations)
+    notes = sorted(set(notes), key=lambda n: (n.path, n.line, n.class_qualname, n.field))
+    return sorted(found, key=lambda v: (v.path, v.line, v.kind)), notes

@@ -73,8 +73,8 @@ def progress_bar(enabled: bool) -> Iterator[ProgressCallback | None]:
         bar.stop()
 
 
-def print_report(console: Console, report: SweepReport) -> None:
-    """Violations, skips and config problems, one line each."""
+def print_report(console: Console, report: SweepReport, *, explain: bool = False) -> None:
+    """Violations, skips and config problems, one line each (and the notes with ``explain``)."""
     for error in report.config_errors:
         console.print(f"[yellow]config:[/yellow] {escape(error)}")
     names = ", ".join(escape(c.describe()) for c in report.contracts)
@@ -85,7 +85,14 @@ def print_report(console: Console, report: SweepReport) -> None:
         console.print(f"{escape(v.location())}: [bold]{v.kind}[/bold] {fix}  {escape(v.detail)}")
     for skip in report.skips:
         console.print(f"[yellow]skipped[/yellow] {escape(skip.path)}: {escape(skip.reason)}")
-    console.print(f"{len(report.violations)} violation(s)")
+    if explain:
+        for note in report.notes:
+            console.print(
+                f"{escape(note.path)}:{note.line}: [dim]not a violation[/dim] "
+                f"{escape(note.class_qualname)}.{escape(note.method)} changes "
+                f"{escape(note.field)}: {escape(note.reason)}"
+            )
+    console.print(report.summary())
 
 
 def sweep_command(
@@ -100,6 +107,12 @@ def sweep_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
     no_infer: Annotated[bool, typer.Option("--no-infer", help="Do not infer contracts")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain", help="Also list the metadata changes that are not violations, and why"
+        ),
+    ] = False,
 ) -> None:
     """Find every violation of the contracts in PATH. Exit 1 when any is found."""
     root = check_root(path)
@@ -107,8 +120,8 @@ def sweep_command(
     with progress_bar(not as_json) as progress:
         report = run_sweep(root, contracts, infer=not no_infer, progress=progress).report
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        typer.echo(json.dumps(report.to_json(explain=explain), indent=2))
     else:
-        print_report(Console(soft_wrap=True), report)
+        print_report(Console(soft_wrap=True), report, explain=explain)
     if report.violations:
         raise typer.Exit(1)

@@ -1,48 +1,96 @@
 """Make success-path-only save/restore of extra metadata state failure-safe (DESIGN §4).
 
-The locals stay as they are (the method may still read them). After the last save, the pair is
-stashed as a tuple on ``self``; after each success-path restore, the stash is cleared; ``__init__``
-initialises it to ``None`` (the "nothing saved" sentinel); and a typed, documented override of the
-restore hook calls ``super()`` first, returns when nothing is saved, restores, and clears.
+The saves stay as they are (the method may still read them). After the last save, the saved
+values are stashed as a tuple on ``self``; after each success-path restore, the stash is cleared;
+``__init__`` initialises it to ``None`` (the "nothing saved" sentinel); and a typed, documented
+override of the restore hook calls ``super()`` first, returns when nothing is saved, restores
+(``copy_`` for tensors saved with ``.clone()``), and clears. A save under a condition (warm-up)
+stashes only when its branch ran.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.codemod import CodemodContext
 
 from fixers.codemods._common import (
-    DEFAULT_LINE_LENGTH,
     ClassTargetCommand,
     blank_lines_between_methods,
-    class_body,
     docstring_quote,
     method_defs,
     parse_method,
     split_names,
-    with_body,
 )
+from fixers.codemods._hook import HookOverrideCommand
 from fixers.codemods.examples import Example
-from fixers.codemods.snapshot_text import hook_text, init_text, statement_text, type_checking_block
+from fixers.codemods.snapshot_text import hook_text, statement_text
 
 DESCRIPTION = "Snapshot transient metadata state on self and restore it in the restore hook."
 STATE_ATTR = "_spec_dec_extra_state"
+_EMPTY = cst.Module(body=[])
 
 
-def _saves(value: str | Sequence[str] | None) -> list[tuple[str, str, str]]:
-    """``"orig_a:attn_metadata.a"`` entries -> ``(local, param, attr)``."""
+@dataclass(frozen=True)
+class SavedField:
+    """``holder`` (a local or ``self.x``) holds ``param.attr``; ``tensor``: saved by ``clone()``."""
+
+    holder: str
+    param: str
+    attr: str
+    tensor: bool
+
+    @property
+    def field(self) -> str:
+        """``param.attr``."""
+        return f"{self.param}.{self.attr}"
+
+
+def _saves(value: str | Sequence[str] | None) -> list[SavedField]:
+    """``"orig_a:attn_metadata.a"`` / ``"self._b:attn_metadata.b:tensor"`` entries."""
     out = []
     for item in split_names(value):
-        local, _, target = item.partition(":")
+        holder, _, rest = item.partition(":")
+        target, _, kind = rest.partition(":")
         param, _, attr = target.partition(".")
-        if not (local and param and attr):
-            raise ValueError(f"--saves entry {item!r}: expected local:param.attr")
-        out.append((local, param, attr))
+        if not (holder and param and attr) or kind not in ("", "value", "tensor"):
+            raise ValueError(f"--saves entry {item!r}: expected holder:param.attr[:tensor]")
+        out.append(SavedField(holder, param, attr, kind == "tensor"))
     return out
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node).strip()
+
+
+def _is_save(stmt: cst.BaseStatement, saved: SavedField) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    small = stmt.body[0]
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return False
+    value = saved.field + (".clone()" if saved.tensor else "")
+    return _code(small.targets[0].target) == saved.holder and _code(small.value) == value
+
+
+def _is_restore(stmt: cst.BaseStatement, saved: SavedField) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    small = stmt.body[0]
+    if saved.tensor:
+        return isinstance(small, cst.Expr) and _code(small.value) == (
+            f"{saved.field}.copy_({saved.holder})"
+        )
+    return (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and _code(small.targets[0].target) == saved.field
+        and _code(small.value) == saved.holder
+    )
 
 
 class _BlockEditor(cst.CSTTransformer):
@@ -57,17 +105,11 @@ class _BlockEditor(cst.CSTTransformer):
         self.depth += 1
 
     def _index(self, body: Sequence[cst.BaseStatement], kind: str) -> int:
+        match = _is_save if kind == "save" else _is_restore
         last = -1
         for i, stmt in enumerate(body):
-            for local, param, attr in self.cmd.saves:
-                meta = m.Attribute(value=m.Name(param), attr=m.Name(attr))
-                pattern = (
-                    m.Assign(targets=[m.AssignTarget(m.Name(local))], value=meta)
-                    if kind == "save"
-                    else m.Assign(targets=[m.AssignTarget(meta)], value=m.Name(local))
-                )
-                if m.matches(stmt, m.SimpleStatementLine(body=[pattern])):
-                    last = i
+            if any(match(stmt, saved) for saved in self.cmd.saves):
+                last = i
         return last
 
     def leave_IndentedBlock(
@@ -77,19 +119,17 @@ class _BlockEditor(cst.CSTTransformer):
         save_at, restore_at = self._index(body, "save"), self._index(body, "restore")
         if restore_at >= 0:
             self.restore_blocks += 1
-            body.insert(
-                restore_at + 1, self.cmd.statement(f"self.{self.cmd.attr} = None", self.depth)
-            )
+            body.insert(restore_at + 1, self.cmd.statement(f"self.{self.cmd.attr} = None"))
         if save_at >= 0:
             self.saved_blocks += 1
-            locals_ = [local for local, _, _ in self.cmd.saves]
-            body.insert(save_at + 1, self.cmd.stash(locals_, self.depth))
+            holders = [saved.holder for saved in self.cmd.saves]
+            body.insert(save_at + 1, self.cmd.stash(holders, self.depth))
         self.depth -= 1
         return updated_node.with_changes(body=body)
 
 
-class SnapshotStateCommand(ClassTargetCommand):
-    """Rewrite one method's local save/restore into a stash on ``self`` plus a restore hook."""
+class SnapshotStateCommand(HookOverrideCommand):
+    """Rewrite one method's success-path save/restore into a stash on ``self`` plus a hook."""
 
     DESCRIPTION: str = DESCRIPTION
 
@@ -97,22 +137,11 @@ class SnapshotStateCommand(ClassTargetCommand):
         self,
         context: CodemodContext,
         classes: str | Sequence[str] | None = None,
-        method: str = "_forward_impl",
         saves: str | Sequence[str] | None = None,
-        restore_hook: str = "_ensure_spec_dec_state_restored",
-        params: str | Sequence[str] = ("attn_metadata", "spec_metadata"),
-        annotations: str | Sequence[str] | None = None,
-        type_imports: str | Sequence[str] | None = None,
-        quote_annotations: bool = False,
-        line_length: int = DEFAULT_LINE_LENGTH,
+        **options: Any,
     ) -> None:
-        super().__init__(context, classes)
-        self.method, self.restore_hook = method, restore_hook
+        super().__init__(context, classes, **options)
         self.saves = _saves(saves)
-        self.params = split_names(params)
-        self.annotations = dict(a.partition("=")[::2] for a in split_names(annotations))
-        self.type_imports = [tuple(i.split(":", 1)) for i in split_names(type_imports)]
-        self.quote, self.line_length = quote_annotations, line_length
         self.attr = STATE_ATTR
 
     @staticmethod
@@ -120,31 +149,20 @@ class SnapshotStateCommand(ClassTargetCommand):
         """Options for ``python -m libcst.tool codemod``."""
         ClassTargetCommand.add_args(arg_parser)
         arg_parser.add_argument("--method", default="_forward_impl")
-        arg_parser.add_argument("--saves", required=True, help="local:param.attr,...")
+        arg_parser.add_argument("--saves", required=True, help="holder:param.attr[:tensor],...")
         arg_parser.add_argument(
             "--restore-hook", dest="restore_hook", default="_ensure_spec_dec_state_restored"
         )
         arg_parser.add_argument("--params", default="attn_metadata,spec_metadata")
         arg_parser.add_argument("--annotations", default=None, help="param=Type,...")
 
-    # ---- generated statements --------------------------------------------------------------
-    def statement(self, text: str, depth: int) -> cst.BaseStatement:
-        """Parse one generated statement written for indentation ``depth``."""
-        return cst.parse_statement(text, config=self.module.config_for_parsing)
-
-    def stash(self, locals_: list[str], depth: int) -> cst.BaseStatement:
+    def stash(self, holders: list[str], depth: int) -> cst.BaseStatement:
         """``self._spec_dec_extra_state = (a, b)``, wrapped to the line length if needed."""
         text = statement_text(
-            f"self.{self.attr} = ", locals_, "", self.module.default_indent, depth, self.line_length
+            f"self.{self.attr} = ", holders, "", self.module.default_indent, depth, self.line_length
         )
-        return self.statement(text, depth)
+        return self.statement(text)
 
-    def _annotation(self, param: str) -> str:
-        base = self.annotations.get(param) or "object"
-        text = base if "None" in base else f"{base} | None"
-        return f'"{text}"' if self.quote and not text.startswith(("'", '"')) else text
-
-    # ---- class edit --------------------------------------------------------------------------
     def edit_class(self, qualname: str, node: cst.ClassDef) -> cst.ClassDef:
         """Apply all four edits, or none (skip with the reason)."""
         methods = {f.name.value: f for f in method_defs(node)}
@@ -153,15 +171,15 @@ class SnapshotStateCommand(ClassTargetCommand):
             return node
         target = methods.get(self.method)
         if target is None or not self.saves:
-            self.skip(f"{qualname}: no {self.method} with saved metadata locals")
+            self.skip(f"{qualname}: no {self.method} with saved metadata state")
             return node
         depth = len(qualname.split("."))
         editor = _BlockEditor(self, depth)
         edited = target.visit(editor)
+        assert isinstance(edited, cst.FunctionDef)
         if editor.saved_blocks != 1 or editor.restore_blocks == 0:
             self.skip(f"{qualname}.{self.method}: saves are not in one block with a restore")
             return node
-        indent = self.module.default_indent
         blank = blank_lines_between_methods(node)
         hook = parse_method(
             hook_text(
@@ -169,74 +187,19 @@ class SnapshotStateCommand(ClassTargetCommand):
                 self.method,
                 self.attr,
                 self.params,
-                [self._annotation(p) for p in self.params],
-                [(p, a) for _, p, a in self.saves],
-                indent,
+                [self.annotation(p) for p in self.params],
+                [(saved.param, saved.attr) for saved in self.saves],
+                self.module.default_indent,
                 depth,
                 self.line_length,
                 docstring_quote(self.module),
+                [saved.tensor for saved in self.saves],
             ),
             self.module,
             blank,
         )
-        body: list[cst.BaseStatement] = []
-        for stmt in class_body(node):
-            body.append(edited if stmt is target else stmt)  # type: ignore[arg-type]
-            if stmt is target:
-                body.append(hook)
-        return with_body(node, self._with_init(body, methods.get("__init__"), depth, blank))
-
-    def _with_init(
-        self, body: list[cst.BaseStatement], init: cst.FunctionDef | None, depth: int, blank: int
-    ) -> list[cst.BaseStatement]:
         line = f"self.{self.attr}: tuple[object, ...] | None = None"
-        if init is None:
-            new = parse_method(init_text(self.attr, self.module.default_indent), self.module, 0)
-            first = next(i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef))
-            if first > 0:
-                new = new.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blank)
-            old = body[first]
-            assert isinstance(old, cst.FunctionDef)
-            if not any(ln.comment is None for ln in old.leading_lines):
-                old = old.with_changes(
-                    leading_lines=[cst.EmptyLine(indent=False)] * blank + list(old.leading_lines)
-                )
-            return [*body[:first], new, old, *body[first + 1 :]]
-        block = init.body
-        assert isinstance(block, cst.IndentedBlock)
-        stmts = list(block.body)
-        super_init = m.SimpleStatementLine(
-            body=[
-                m.Expr(
-                    m.Call(
-                        func=m.Attribute(
-                            value=m.Call(func=m.Name("super")), attr=m.Name("__init__")
-                        )
-                    )
-                )
-            ]
-        )
-        at = next((i + 1 for i, s in enumerate(stmts) if m.matches(s, super_init)), None)
-        if at is None:
-            doc = m.SimpleStatementLine(body=[m.Expr(m.SimpleString() | m.ConcatenatedString())])
-            at = 1 if stmts and m.matches(stmts[0], doc) else 0
-        stmts.insert(at, self.statement(line, depth + 1))
-        new_init = init.with_changes(body=block.with_changes(body=stmts))
-        return [new_init if s is init else s for s in body]
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        """Add ``if TYPE_CHECKING:`` imports for annotation types the module lacks."""
-        if not self.changed or not self.type_imports:
-            return updated_node
-        body = list(updated_node.body)
-        is_import = m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])
-        at = max((i + 1 for i, s in enumerate(body) if m.matches(s, is_import)), default=0)
-        has_tc = "TYPE_CHECKING" in updated_node.code
-        text = type_checking_block(
-            [(a, b) for a, b in self.type_imports], not has_tc, self.module.default_indent
-        )
-        new = list(cst.parse_module(text, config=updated_node.config_for_parsing).body)
-        return updated_node.with_changes(body=[*body[:at], *new, *body[at:]])
+        return self.rebuilt(node, target, edited, hook, depth, blank, line)
 
 
 _DYN_ARGS: dict[str, object] = {
@@ -340,7 +303,7 @@ class DynTreeWorker(SpecWorkerBase):
         self._spec_dec_extra_state = None
 
     def _ensure_spec_dec_state_restored(
-        self, attn_metadata: "AttentionMetadata | None", spec_metadata: "object | None"
+        self, attn_metadata: "AttentionMetadata | None", spec_metadata
     ) -> None:
         """Restore the state ``_forward_impl`` saved if it failed before putting it back."""
         super()._ensure_spec_dec_state_restored(attn_metadata, spec_metadata)

@@ -49,6 +49,23 @@ def signature_text(
     return f"def {name}(\n{lines}) -> {returns}:"
 
 
+def restore_text(
+    pairs: list[tuple[str, str]],
+    tensors: list[bool],
+    indent: str,
+    depth: int,
+    line_length: int,
+) -> list[str]:
+    """Lines putting ``saved`` back: one unpacking for values, ``copy_`` per tensor."""
+    targets = [f"{p}.{a}" for p, a in pairs]
+    if not any(tensors):
+        return [unpack_text(targets, "saved", indent, depth, line_length, col=2)]
+    return [
+        f"{target}.copy_(saved[{i}])" if tensor else f"{target} = saved[{i}]"
+        for i, (target, tensor) in enumerate(zip(targets, tensors, strict=True))
+    ]
+
+
 def hook_text(
     hook: str,
     method: str,
@@ -60,13 +77,13 @@ def hook_text(
     depth: int,
     line_length: int,
     quote: str = '"""',
+    tensors: list[bool] | None = None,
 ) -> str:
     """The restore-hook override: super() first, return if nothing saved, restore, clear."""
-    typed = ["self", *(f"{p}: {a}" for p, a in zip(params, annotations, strict=True))]
+    typed = ["self", *(f"{p}: {a}" if a else p for p, a in zip(params, annotations, strict=True))]
     used = list(dict.fromkeys(p for p, _ in pairs))
     guard = " and ".join(f"{p} is not None" for p in used)
-    targets = [f"{p}.{a}" for p, a in pairs]
-    restore = unpack_text(targets, "saved", indent, depth + 2, line_length, col=2)
+    restore = restore_text(pairs, tensors or [False] * len(pairs), indent, depth + 2, line_length)
     body = [
         f"{quote}Restore the state ``{method}`` saved if it failed before putting it back.{quote}",
         f"super().{hook}({', '.join(params)})",
@@ -74,20 +91,54 @@ def hook_text(
         "if saved is None:",
         f"{indent}return",
         f"if {guard}:",
-        f"{indent}{restore}",
+        *(f"{indent}{line}" for line in restore),
         f"self.{attr} = None",
     ]
     lines = "".join(f"{indent}{line}\n" for line in body)
     return f"{signature_text(hook, typed, 'None', indent, depth, line_length)}\n{lines}"
 
 
-def init_text(attr: str, indent: str) -> str:
+def pending_hook_text(
+    hook: str,
+    method: str,
+    flag: str,
+    params: tuple[str, ...],
+    annotations: list[str],
+    compensation: str,
+    indent: str,
+    depth: int,
+    line_length: int,
+    quote: str = '"""',
+) -> str:
+    """The restore-hook override for a deferred fix-up: undo it when it is still pending."""
+    typed = ["self", *(f"{p}: {a}" if a else p for p, a in zip(params, annotations, strict=True))]
+    used = [p for p in params if p in compensation]
+    guard = " and ".join(f"{p} is not None" for p in used)
+    body = [
+        f"{quote}Undo the in-place adjustment ``{method}`` left pending when it failed.{quote}",
+        f"super().{hook}({', '.join(params)})",
+        f"if not self.{flag}:",
+        f"{indent}return",
+        *([f"if {guard}:", f"{indent}{compensation}"] if guard else [compensation]),
+        f"self.{flag} = False",
+    ]
+    lines = "".join(f"{indent}{line}\n" for line in body)
+    return f"{signature_text(hook, typed, 'None', indent, depth, line_length)}\n{lines}"
+
+
+def init_text(attr: str, indent: str, line: str | None = None) -> str:
     """An ``__init__`` that passes everything to ``super()`` and sets the sentinel."""
+    line = line or f"self.{attr}: tuple[object, ...] | None = None"
     return (
         "def __init__(self, *args: object, **kwargs: object) -> None:\n"
         f"{indent}super().__init__(*args, **kwargs)\n"
-        f"{indent}self.{attr}: tuple[object, ...] | None = None\n"
+        f"{indent}{line}\n"
     )
+
+
+def type_checking_imports(imports: list[tuple[str, str]], indent: str) -> str:
+    """The import lines for an existing ``if TYPE_CHECKING:`` block."""
+    return "".join(f"{indent}from {module} import {name}\n" for module, name in imports)
 
 
 def type_checking_block(imports: list[tuple[str, str]], add_flag_import: bool, indent: str) -> str:

@@ -18,7 +18,7 @@ from libcst.codemod import (
 
 from fixers.codemods.examples import Example
 
-MODULES = ("rename_forbidden", "add_hook_stub", "snapshot_state")
+MODULES = ("rename_forbidden", "add_hook_stub", "snapshot_state", "pending_fixup")
 
 
 def _command(module_name: str) -> tuple[ModuleType, type[Codemod]]:
