@@ -1,12 +1,16 @@
-"""Classifier throughput on a 100 MB Jenkins console log, against `grep -E` with the same patterns.
+"""Classifier throughput on a 100 MB CI log, against `grep -E` with the same patterns.
 
-Run: .venv/bin/python bench/classify.py [--size-mb 100] [--repeat 3]
+Run: .venv/bin/python bench/classify.py [--size-mb 100] [--repeat 3] [--style actions|jenkins]
 
 The log is real pytest output (tests/fixtures/logs/py312/combined.console.txt) buried in the
-middle of Jenkins-style noise: timestamped lines, xdist progress lines with PASSED tests, build
-chatter. The classifier runs in a child process (so peak RSS is its own, read with wait4) and times
-only its own work; grep runs with the signature patterns translated to ERE. Best of N runs each.
-Targets (issue #2): throughput at least 0.5x grep's, peak RSS at most 100 MB.
+middle of CI noise: xdist progress lines with PASSED tests and build chatter, every line
+prefixed the way the CI writes it — GitHub Actions by default (`2026-07-30T10:55:18.2470097Z `
+timestamps, `##[group]`/`##[endgroup]` around steps, `##[error]` at the end), or Jenkins
+Timestamper (`[2026-11-29T14:49:57.123Z] `) with `--style jenkins`. The classifier must strip
+those prefixes to find the failures (the bench checks it does). The classifier runs in a child
+process (so peak RSS is its own, read with wait4) and times only its own work; grep runs with
+the signature patterns translated to ERE. Best of N runs each.
+Targets (issues #2, #18): throughput at least 0.5x grep's, peak RSS at most 100 MB.
 """
 
 from __future__ import annotations
@@ -25,12 +29,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_LOG = ROOT / "tests" / "fixtures" / "logs" / "py312" / "combined.console.txt"
+EXPECTED = REAL_LOG.with_name("combined.console.expected.json")
 WORDS = (
     b"compile link wheel kernel cuda warmup tokens throughput latency step loss nccl rank".split()
 )
 
 
-def make_log(path: Path, size_mb: int) -> None:
+def _stamp(style: str, index: int) -> bytes:
+    if style == "actions":
+        return b"2026-07-30T10:%02d:%02d.%07dZ " % (index // 60 % 60, index % 60, index % 10**7)
+    return b"[2026-11-29T14:%02d:%02d.%03dZ] " % (index // 60 % 60, index % 60, index % 1000)
+
+
+def make_log(path: Path, size_mb: int, style: str = "actions") -> None:
     """Write ``size_mb`` MB of timestamped noise with the real failing pytest log in the middle."""
     rng = random.Random(0)
     target = size_mb * 1_000_000
@@ -41,12 +52,11 @@ def make_log(path: Path, size_mb: int) -> None:
             block = []
             for _ in range(10_000):
                 index += 1
-                stamp = b"[2026-11-29T14:%02d:%02d.%03dZ] " % (
-                    index // 60 % 60,
-                    index % 60,
-                    index % 1000,
-                )
-                if index % 2:
+                stamp = _stamp(style, index)
+                if style == "actions" and index % 5000 == 0:
+                    block.append(stamp + b"##[endgroup]\n")
+                    block.append(stamp + b"##[group]Run shard %d\n" % (index // 5000))
+                elif index % 2:
                     test = rng.choice(WORDS).decode()
                     block.append(
                         stamp
@@ -56,11 +66,13 @@ def make_log(path: Path, size_mb: int) -> None:
                 else:
                     block.append(stamp + b" ".join(rng.choice(WORDS) for _ in range(9)) + b"\n")
             if not planted and written > target // 2:
-                block.extend(b"[2026-11-29T15:00:00.000Z] " + line for line in real)
+                block.extend(_stamp(style, index) + line for line in real)
                 planted = True
             data = b"".join(block)
             out.write(data)
             written += len(data)
+        if style == "actions":
+            out.write(_stamp(style, index) + b"##[error]Process completed with exit code 1.\n")
 
 
 def ere_patterns() -> list[str]:
@@ -120,6 +132,7 @@ def main() -> None:
     )
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--style", choices=("actions", "jenkins"), default="actions")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -136,7 +149,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="repairbot-bench-") as tmp:
         log, patterns = Path(tmp) / "console.log", Path(tmp) / "patterns.ere"
         with console.status(f"writing a {args.size_mb} MB console log"):
-            make_log(log, args.size_mb)
+            make_log(log, args.size_mb, args.style)
         patterns.write_text("\n".join(ere_patterns()) + "\n")
         megabytes = log.stat().st_size / 1e6
         subprocess.run(
@@ -152,7 +165,8 @@ def main() -> None:
                 grep.append(run_grep(log, patterns))
     best, best_grep = min(ours), min(grep)
     console.print(
-        f"log: {megabytes:.1f} MB, scanner backend: {scanner_backend()}, findings: {findings}"
+        f"log: {megabytes:.1f} MB ({args.style} style), scanner backend: {scanner_backend()}, "
+        f"findings: {findings}"
     )
     console.print(
         f"repairbot classify: {megabytes / best:8.1f} MB/s  ({best:.3f} s, best of {args.repeat})"
@@ -160,6 +174,9 @@ def main() -> None:
     console.print(f"grep -E (baseline): {megabytes / best_grep:8.1f} MB/s  ({best_grep:.3f} s)")
     console.print(f"throughput ratio to grep: {best_grep / best:.2f}x  (target >= 0.5x)")
     console.print(f"peak RSS of the classifier: {rss / 2**20:.1f} MiB  (target <= 100 MiB)")
+    expected = len(json.loads(EXPECTED.read_text())["findings"])
+    if findings != expected:
+        raise SystemExit(f"found {findings} root causes, the planted log has {expected}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ def classify_failures(
                 finding.class_frame,
                 finding.evidence,
             )
+            merged.log_line = failure.log_line
         _add_occurrence(merged, failure)
     for finding in findings.values():
         finding.tests.sort()

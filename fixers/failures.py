@@ -18,6 +18,9 @@ class Failure:
     stage: str | None = None
     gpu_type: str | None = None
     log_excerpt: str = ""
+    # The log line the failure was found on, as the CI printed it (timestamp, branch, ...
+    # included): evidence for a reader of the raw log, never matched against signatures.
+    log_line: str = ""
 
     @property
     def full_text(self) -> str:
@@ -60,3 +63,4 @@ class Finding:
     stages: list[str] = field(default_factory=list)
     gpu_types: list[str] = field(default_factory=list)
     evidence: str = ""
+    log_line: str = ""

@@ -36,12 +36,28 @@ class Signature:
     description: str
     fixer: str | None
     examples: tuple[SignatureExample, ...]
+    # A group naming methods: the signature counts only when one of them is a known contract's
+    # hook (a missing `_forward_impl` is the contract's; a missing `get_max_length` is not).
+    requires_hook: str | None = None
 
     def search(self, text: str) -> re.Match[str] | None:
         """First match in ``text``, skipping the regex when the anchor literal is absent."""
         if self.anchor not in text:
             return None
-        return self.pattern.search(text)
+        if self.requires_hook is None:
+            return self.pattern.search(text)
+        for match in self.pattern.finditer(text):
+            if names_a_contract_hook(match[self.requires_hook] or ""):
+                return match
+        return None
+
+
+def names_a_contract_hook(methods: str) -> bool:
+    """Whether a ``'a', 'b'`` / ``a, b`` method list names the hook of a built-in contract."""
+    from fixers.contracts import BUILTIN_CONTRACTS
+
+    names = {name.strip().strip("'\"") for name in methods.split(",")}
+    return any(contract.hook in names for contract in BUILTIN_CONTRACTS)
 
 
 def _require(entry: Mapping[str, Any], key: str, where: str) -> str:
@@ -86,6 +102,9 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
         unknown = set(example.captures) - set(pattern.groupindex)
         if unknown:
             raise SignatureError(f"{where}: example names unknown groups {sorted(unknown)}")
+    requires_hook = entry.get("requires_hook")
+    if requires_hook is not None and requires_hook not in pattern.groupindex:
+        raise SignatureError(f"{where}: 'requires_hook' must name a group of the pattern")
     return Signature(
         id=sig_id,
         exception=_require(entry, "exception", where),
@@ -94,6 +113,7 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
         description=str(entry.get("description", "")),
         fixer=fixer,
         examples=examples,
+        requires_hook=requires_hook,
     )
 
 

@@ -86,8 +86,11 @@ def pr_state(ctx: EventContext) -> str:
 @on("check_run", "ci-check-run", "a failed check run linking a Jenkins build → its testReport")
 def ci_check_run(ctx: EventContext) -> str:
     """Failed check runs → the CI intake."""
+    from bot.github.actions import is_actions_check_run
     from bot.github.jenkins import intake_check_failure
 
+    if is_actions_check_run(ctx.payload):
+        return "a GitHub Actions check run (see actions-check-run)"
     failure = check_run_failure(ctx.payload)
     if failure is None:
         return "not a failed check run with a details URL"
@@ -103,3 +106,27 @@ def ci_status(ctx: EventContext) -> str:
     if failure is None:
         return "not a failed status with a target URL"
     return intake_check_failure(ctx.session, ctx.settings, failure, ctx.delivery_id)
+
+
+@on("workflow_job", "actions-job", "a failed GitHub Actions job → its log → the CI intake")
+def actions_job(ctx: EventContext) -> str:
+    """Failed ``workflow_job`` events: download the job's log and classify it."""
+    from bot.github.actions import failed_workflow_job, intake_actions_job
+
+    job = failed_workflow_job(ctx.payload)
+    if job is None:
+        return "not a completed, failed workflow job"
+    return intake_actions_job(ctx.session, ctx.settings, job)
+
+
+@on("check_run", "actions-check-run", "a failed check run of GitHub Actions → the job's log")
+def actions_check_run(ctx: EventContext) -> str:
+    """Failed check runs written by GitHub Actions: the same job as its ``workflow_job``."""
+    from bot.github.actions import failed_actions_check_run, fetch_job, intake_actions_job
+
+    found = failed_actions_check_run(ctx.payload)
+    if found is None:
+        return "not a failed GitHub Actions check run"
+    if not ctx.settings.github_actions_logs:
+        return "GitHub Actions logs are off (REPAIRBOT_GITHUB_ACTIONS_LOGS)"
+    return intake_actions_job(ctx.session, ctx.settings, fetch_job(ctx.settings, *found))

@@ -65,17 +65,14 @@ def read_report(
         return FailureReport(
             format or Format.CONSOLE, [], notes=["empty input: nothing to classify"]
         )
-    nul = head.find(b"\x00")
-    if nul != -1:
-        raise IntakeError(
-            f"input looks binary (NUL byte at offset {nul}); "
-            "expected console text, JSON or JUnit XML"
-        )
+    _refuse_nul(head, 0)
     chosen = format or detect_format(head)
     if chosen is Format.CONSOLE:
         result = read_console(_blocks(head, stream), stage=stage)
         return FailureReport(Format.CONSOLE, result.failures, result.stages, notes=result.notes)
-    body = head.removeprefix(_BOM) + _read_capped(stream, MAX_DOCUMENT_BYTES - len(head))
+    rest = _read_capped(stream, MAX_DOCUMENT_BYTES - len(head))
+    _refuse_nul(rest, len(head))
+    body = head.removeprefix(_BOM) + rest
     if chosen is Format.JUNIT:
         return FailureReport(Format.JUNIT, read_junit(BytesIO(body), stage=stage), _stages(stage))
     return _read_json_report(body, chosen if format else None, stage)
@@ -126,9 +123,22 @@ def _read_capped(stream: BinaryIO, limit: int) -> bytes:
     return data
 
 
+def _refuse_nul(block: bytes, offset: int) -> None:
+    """A NUL byte anywhere (not only in the first bytes) means binary input, not a CI report."""
+    nul = block.find(b"\x00")
+    if nul != -1:
+        raise IntakeError(
+            f"input looks binary (NUL byte at offset {offset + nul}); "
+            "expected console text, JSON or JUnit XML"
+        )
+
+
 def _blocks(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
     yield head
+    offset = len(head)
     while block := stream.read(CHUNK_BYTES):
+        _refuse_nul(block, offset)
+        offset += len(block)
         yield block
 
 

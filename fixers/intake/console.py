@@ -16,7 +16,9 @@ from functools import cache
 from fixers.failures import Failure
 from fixers.intake.anchors import Scanner, build_scanner
 from fixers.intake.capture import Capture
-from fixers.intake.lines import clean_block, clean_line
+from fixers.intake.lines import CleanLine, clean_block, clean_line
+from fixers.intake.log_errors import NO_FAILURE_NOTE, TAIL_BYTES, log_failure, tail_lines
+from fixers.intake.prefixes import Dialect, detect_dialects
 from fixers.signatures import builtin_signatures
 from fixers.stages import gpu_type_of
 from fixers.tracebacks import last_exception_line
@@ -32,9 +34,14 @@ _STRUCTURE_ANCHORS = (
     b"[Pipeline] { (",
     b"Traceback (most recent call last):",
     b" generated xml file: ",
+    b"##[error]",
 )
+_ERROR_COMMANDS_KEPT = 50
 
-_PIPELINE_STAGE = re.compile(r"^\[Pipeline\] \{ \((?P<stage>[^)]+)\)")
+# `[Pipeline] { (Build)` opens a stage; `[Pipeline] { (Branch: A10-PyTorch-1)` a parallel branch.
+_PIPELINE_STAGE = re.compile(
+    r"^\[Pipeline\] (?:\[[^\]]+\] )?\{ \((?P<branch>Branch: )?(?P<stage>[^)]+)\)"
+)
 _RULE = re.compile(r"^(?P<fill>[=!])(?P=fill){2,} (?P<title>.+?) (?P=fill){3,}$")
 _SESSION_END = re.compile(
     r"\b(?:failed|passed|errors?|skipped|xfailed|no tests ran)\b.* in [\d.]+s"
@@ -59,6 +66,7 @@ class _Section:
     title: str
     stage: str | None
     capture: Capture
+    log_line: str = ""
 
     @property
     def collection_path(self) -> str | None:
@@ -73,6 +81,7 @@ class ConsoleResult:
     failures: list[Failure] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dialects: list[Dialect] = field(default_factory=list)
 
 
 class ConsoleReader:
@@ -84,16 +93,22 @@ class ConsoleReader:
         self._in_report = False
         self._section: _Section | None = None
         self._sections: list[_Section] = []
-        self._summary: dict[str, tuple[str | None, str | None]] = {}
+        self._summary: dict[str, tuple[str | None, str | None, str]] = {}
         self._free: Capture | None = None
         self._free_stage: str | None = None
+        self._free_line = ""
         self._replaced = 0
+        self._branches: set[str] = set()
+        self._tail = b""
+        self._error_commands: list[CleanLine] = []
         if stage:
             self.result.stages.append(stage)
 
     # -- feeding ---------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
         """Consume one chunk that ends at a line boundary (or at end of input)."""
+        self._detect(chunk)
+        self._tail = (self._tail + chunk[-TAIL_BYTES:])[-TAIL_BYTES:]
         position = 0
         for start, end in _anchor_lines(chunk, _scanner()(chunk)):
             self._copy(chunk[position:start])
@@ -106,11 +121,36 @@ class ConsoleReader:
         self._close_free()
         self._close_section()
         self._end_session()
+        self._never_nothing()
+        if self.result.dialects:
+            names = ", ".join(self.result.dialects)
+            self.result.notes.append(f"log format: {names} (line prefixes removed before matching)")
         if self._replaced:
             self.result.notes.append(
                 f"invalid UTF-8: {self._replaced} undecodable byte sequence(s) shown as U+FFFD"
             )
         return self.result
+
+    def _detect(self, chunk: bytes) -> None:
+        """Which CI wrote the log: sampled at the head of every chunk (logs may be mixed)."""
+        for dialect in detect_dialects(chunk):
+            if dialect not in self.result.dialects:
+                self.result.dialects.append(dialect)
+
+    def _never_nothing(self) -> None:
+        """No failure found: the last error-looking lines become one, or the note says none."""
+        if self.result.failures:
+            return
+        lines = self._error_commands + tail_lines(self._decode(self._tail), self._branches)
+        failure = log_failure(lines, self._stage, gpu_type_of(self._stage))
+        if failure is None:
+            self.result.notes.append(NO_FAILURE_NOTE)
+            return
+        self._add(failure)
+        self.result.notes.append(
+            "no failed test or traceback found: the last error lines of the log are kept "
+            "as one failure"
+        )
 
     def _copy(self, data: bytes) -> None:
         if self._section is not None:
@@ -127,13 +167,19 @@ class ConsoleReader:
     # -- one anchored line -----------------------------------------------------------------
     def _line(self, chunk: bytes, start: int, end: int) -> None:
         raw = chunk[start:end]
-        cleaned = clean_line(self._decode(raw))
+        printed = self._decode(raw)
+        cleaned = clean_line(printed, self._branches)
         text = cleaned.text
+        log_line = printed.strip("\r\n\ufeff")
         stage = cleaned.branch_stage or self._stage
         if cleaned.branch_stage:
             self._remember_stage(cleaned.branch_stage)
 
+        if cleaned.command == "error" and len(self._error_commands) < _ERROR_COMMANDS_KEPT:
+            self._error_commands.append(cleaned)
         if stage_match := _PIPELINE_STAGE.match(text):
+            if stage_match["branch"]:
+                self._branches.add(stage_match["stage"].strip())
             self._stage = stage_match["stage"].strip()
             self._remember_stage(self._stage)
         elif rule := _RULE.match(text):
@@ -143,20 +189,21 @@ class ConsoleReader:
         elif (section := _SECTION.match(text)) and self._in_report:
             self._close_section()
             self._close_free()
-            self._section = _Section(section["title"], stage, Capture(keep_tail=True))
+            self._section = _Section(section["title"], stage, Capture(keep_tail=True), log_line)
         elif summary := (_SUMMARY.match(text) or _VERBOSE.match(text)):
-            self._summary_line(summary["id"], summary.groupdict().get("message"), stage)
+            self._summary_line(summary["id"], summary.groupdict().get("message"), stage, log_line)
         elif text.startswith("Traceback (most recent call last):") and self._section is None:
-            self._free_traceback(raw, stage)
+            self._free_traceback(stage, log_line)
         elif self._section is None and self._free is None and _has_signature_anchor(text):
             before = chunk[max(0, start - 2048) : start]
             self._add(
                 Failure(
                     None,
                     text,
-                    log_excerpt=clean_block(self._decode(before)) + "\n" + text,
+                    log_excerpt=clean_block(self._decode(before), self._branches) + "\n" + text,
                     stage=stage,
                     gpu_type=gpu_type_of(stage),
+                    log_line=log_line,
                 )
             )
         self._copy(raw)
@@ -172,20 +219,22 @@ class ConsoleReader:
         elif "short test summary" in lowered:
             self._in_report = False
 
-    def _summary_line(self, test_id: str, message: str | None, stage: str | None) -> None:
+    def _summary_line(
+        self, test_id: str, message: str | None, stage: str | None, log_line: str
+    ) -> None:
         if not (".py" in test_id or "::" in test_id):
             return
         self._close_free()
         previous = self._summary.get(test_id)
         if previous is None or (message and not previous[0]):
-            self._summary[test_id] = (message, stage)
+            self._summary[test_id] = (message, stage, log_line)
 
-    def _free_traceback(self, raw: bytes, stage: str | None) -> None:
+    def _free_traceback(self, stage: str | None, log_line: str) -> None:
         if self._free is not None and self._free.ends_with_chain_boundary():
             return  # the next exception of the same chained traceback
         self._close_free()
         self._free = Capture(keep_tail=False)
-        self._free_stage = stage
+        self._free_stage, self._free_line = stage, log_line
 
     # -- closing captures --------------------------------------------------------------------
     def _close_section(self) -> None:
@@ -196,13 +245,18 @@ class ConsoleReader:
     def _close_free(self) -> None:
         if self._free is None:
             return
-        text = trim_traceback(clean_block(self._decode(self._free.bytes())))
+        text = trim_traceback(clean_block(self._decode(self._free.bytes()), self._branches))
         stage, self._free, self._free_stage = self._free_stage, None, None
         exception = last_exception_line(text)
         if exception is not None:
             self._add(
                 Failure(
-                    None, str(exception), stack_trace=text, stage=stage, gpu_type=gpu_type_of(stage)
+                    None,
+                    str(exception),
+                    stack_trace=text,
+                    stage=stage,
+                    gpu_type=gpu_type_of(stage),
+                    log_line=self._free_line,
                 )
             )
 
@@ -211,16 +265,31 @@ class ConsoleReader:
         self._close_section()
         remaining = dict(self._summary)
         for section in self._sections:
-            text = clean_block(self._decode(section.capture.bytes()))
+            text = clean_block(self._decode(section.capture.bytes()), self._branches)
             test_id = _section_test_id(section, text, remaining)
-            message, summary_stage = remaining.pop(test_id, (None, None))
+            message, summary_stage, _ = remaining.pop(test_id, (None, None, ""))
             stage = section.stage or summary_stage
             error = _error_lines(text) or message or ""
             self._add(
-                Failure(test_id, error, stack_trace=text, stage=stage, gpu_type=gpu_type_of(stage))
+                Failure(
+                    test_id,
+                    error,
+                    stack_trace=text,
+                    stage=stage,
+                    gpu_type=gpu_type_of(stage),
+                    log_line=section.log_line,
+                )
             )
-        for test_id, (message, stage) in remaining.items():
-            self._add(Failure(test_id, message or "", stage=stage, gpu_type=gpu_type_of(stage)))
+        for test_id, (message, stage, log_line) in remaining.items():
+            self._add(
+                Failure(
+                    test_id,
+                    message or "",
+                    stage=stage,
+                    gpu_type=gpu_type_of(stage),
+                    log_line=log_line,
+                )
+            )
         self._sections.clear()
         self._summary.clear()
         self._in_report = False
@@ -256,7 +325,7 @@ def _anchor_lines(chunk: bytes, offsets: list[int]) -> Iterator[tuple[int, int]]
 
 
 def _section_test_id(
-    section: _Section, text: str, summary: dict[str, tuple[str | None, str | None]]
+    section: _Section, text: str, summary: dict[str, tuple[str | None, str | None, str]]
 ) -> str:
     """The pytest node id of a report section, from the summary or the section's last location."""
     if section.collection_path:

@@ -6,6 +6,9 @@ api.github.com. Repositories are real bare git repositories on disk, reached thr
 ``calls``; faults (secondary and primary rate limits, 5xx, with or without the write having
 happened) are queued with ``fault``. A client that retries a rate-limited request before its
 ``retry-after`` ends is refused again and counted in ``early_retries``, as GitHub would.
+GitHub Actions jobs (``add_actions_job``, ``tests/fakes/github_actions.py``) have their logs
+served as GitHub does: a 302 from the API to a signed blob URL (under ``/_blobs/``, which takes
+no GitHub credentials) that answers the raw log.
 
 Use it through the ``github_api`` fixture (``tests/conftest.py`` re-exports it).
 """
@@ -47,6 +50,16 @@ class Call:
     status: int
     body: Any
     at: float
+    authorization: str = ""
+
+
+@dataclass
+class Raw:
+    """A route's answer that is not JSON: bytes (a log), or a redirect with an empty body."""
+
+    body: bytes = b""
+    content_type: str = "text/plain; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +101,7 @@ class FakeGitHub:
     calls: list[Call] = field(default_factory=list)
     early_retries: list[str] = field(default_factory=list)
     repos: dict[str, FakeRepo] = field(default_factory=dict)
+    jobs: dict[int, Any] = field(default_factory=dict)
     tokens: dict[str, datetime] = field(default_factory=dict)
     token_lifetime: timedelta = timedelta(hours=1)
     private_key_pem: str = ""
@@ -119,6 +133,15 @@ class FakeGitHub:
         repo = FakeRepo.create(self.root, full_name, source, default_branch)
         self.repos[full_name] = repo
         return repo
+
+    def add_actions_job(self, full_name: str, log: bytes, **fields: Any) -> Any:
+        """A finished GitHub Actions job with its log; see ``github_actions.FakeJob``."""
+        from tests.fakes.github_actions import FakeJob
+
+        with self.lock:
+            job = FakeJob(repository=full_name, id=self.next_id() * 1000, log=log, **fields)
+            self.jobs[job.id] = job
+        return job
 
     def next_id(self) -> int:
         """A fresh id (PR numbers and comment ids share the sequence, as on GitHub)."""
@@ -280,11 +303,19 @@ def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Ha
             body = json.loads(raw) if raw else None
             query = {k: v[0] for k, v in parse_qs(parsed.query).items()}
             status, payload, headers = self._route(parsed.path, query, body)
+            authorization = self.headers.get("authorization", "")
             with state.lock:
-                state.calls.append(Call(self.command, parsed.path, status, body, time.monotonic()))
-            data = json.dumps(payload).encode()
+                state.calls.append(
+                    Call(self.command, parsed.path, status, body, time.monotonic(), authorization)
+                )
+            answer = payload if isinstance(payload, Raw) else None
+            data = answer.body if answer else json.dumps(payload).encode()
+            headers.update(answer.headers if answer else {})
             self.send_response(status)
-            self.send_header("content-type", "application/json; charset=utf-8")
+            self.send_header(
+                "content-type",
+                answer.content_type if answer else "application/json; charset=utf-8",
+            )
             self.send_header("content-length", str(len(data)))
             self.send_header("x-ratelimit-limit", "5000")
             self.send_header("x-ratelimit-remaining", headers.pop("x-ratelimit-remaining", "4999"))
@@ -296,7 +327,12 @@ def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Ha
         def _route(
             self, path: str, query: dict[str, str], body: Any
         ) -> tuple[int, Any, dict[str, str]]:
-            login = state.authenticate(self.command, path, self.headers.get("authorization", ""))
+            if path.startswith("/_blobs/"):  # signed blob URLs: no GitHub credentials involved
+                login: str | None = ""
+            else:
+                login = state.authenticate(
+                    self.command, path, self.headers.get("authorization", "")
+                )
             if login is None:
                 return 401, {"message": "Bad credentials"}, {}
             fault = state.take_fault(self.command, path)

@@ -7,6 +7,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.fakes.github_actions import get_job, job_log_blob, job_logs
 from tests.fakes.github_api import BOT_LOGIN, INSTALLATION_ID, FakeGitHub, Handler, Request
 from tests.fakes.github_git import FakeRepo, user
 
@@ -229,4 +230,7 @@ ROUTES = [
     _route("POST", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", create_status),
     _route("GET", REPO + r"/commits/(?P<sha>[^/]+)", get_commit),
     _route("GET", REPO + r"/collaborators/(?P<user>[^/]+)/permission", permission),
+    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)", get_job),
+    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)/logs", job_logs),
+    _route("GET", r"/_blobs/job-logs/(?P<id>\d+)", job_log_blob),
 ]

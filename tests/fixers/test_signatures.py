@@ -66,3 +66,41 @@ def test_malformed_signature_files_are_refused_with_the_reason(document, complai
     with pytest.raises(SignatureError, match=None) as raised:
         parse_signatures(document)
     assert complaint in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "signature", "fixer"),
+    [
+        (
+            "TypeError: Can't instantiate abstract class _Worker without an implementation for "
+            "abstract methods 'max_draft_len', '_forward_impl'",
+            "abstract-method-missing",
+            "add-hook-stub",
+        ),
+        (
+            "TypeError: Can't instantiate abstract class FLALayer without an implementation for "
+            "abstract method 'get_max_length'",
+            "abstract-class-instantiation",
+            None,
+        ),
+        (
+            "TypeError: Can't instantiate abstract class Impl with abstract method _forward_impl_v2",
+            "abstract-class-instantiation",
+            None,
+        ),
+    ],
+)
+def test_the_abstract_class_signature_is_the_contracts_only_when_its_hook_is_missing(
+    text, signature, fixer
+):
+    first = next(s for s in builtin_signatures() if s.search(text))
+    assert (first.id, first.fixer) == (signature, fixer)
+
+
+def test_requires_hook_must_name_a_group():
+    document = (
+        '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "a(?P<m>b)"\n'
+        'requires_hook = "methods"'
+    )
+    with pytest.raises(SignatureError, match="'requires_hook' must name a group"):
+        parse_signatures(document)

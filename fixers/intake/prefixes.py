@@ -1,0 +1,142 @@
+"""The line prefixes CI systems put before every line of a job log, recognised and removed.
+
+Each CI decorates its log lines differently; pytest's ``FAILED ...`` or a ``TypeError`` line is
+only recognisable once that decoration is gone:
+
+============================  =================================================================
+GitHub Actions                ``2026-07-30T10:55:18.2470097Z `` then ``##[group]``, ``##[error]``...
+                              (``gh run view --log`` adds ``job<TAB>step<TAB>`` before it)
+Azure Pipelines               the same timestamps, ``##[section]Starting: ...``
+GitLab CI                     ``section_start:1690000000:step_script`` markers (with
+                              ``\\r\\x1b[0K``), ANSI colours, optional stamps
+                              ``2026-07-30T10:55:18.290545Z 00O ``
+Buildkite                     ``\\x1b_bk;t=1690000000000\\x07`` escapes (an APC sequence)
+Jenkins                       Timestamper ``[2026-11-29T14:49:57.123Z] ``, ``14:49:57 ``, elapsed
+                              ``00:01:02.345 ``; parallel branches ``[H100_PCIe-PyTorch-1] ``
+============================  =================================================================
+
+Prefixes nest (a Jenkins timestamp before a branch name before a Timestamper clock) and logs mix
+(a Jenkins job replaying a GitHub-style log), so every known prefix is stripped wherever it
+appears at the start of a line, repeatedly, on the few lines the reader looks at. Which CI
+wrote a log is detected separately, per log (``detect_dialects``), and reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fixers.stages import parse_stage
+
+
+class Dialect(StrEnum):
+    """The CI systems whose log format we recognise."""
+
+    GITHUB_ACTIONS = "GitHub Actions"
+    AZURE = "Azure Pipelines"
+    GITLAB = "GitLab CI"
+    BUILDKITE = "Buildkite"
+    JENKINS = "Jenkins"
+
+
+_ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"
+_ISO_B = _ISO.encode()
+_DETECT: tuple[tuple[Dialect, re.Pattern[bytes]], ...] = tuple(
+    (dialect, re.compile(marker, re.MULTILINE))
+    for dialect, marker in (
+        (Dialect.AZURE, rb"##\[section\]"),
+        (Dialect.GITLAB, rb"section_(?:start|end):\d+:|^" + _ISO_B + rb" [0-9a-f]{2}[OE]"),
+        (Dialect.GITHUB_ACTIONS, rb"^(?:\xef\xbb\xbf)?" + _ISO_B + rb" (?![0-9a-f]{2}[OE]\+? )"),
+        (Dialect.GITHUB_ACTIONS, rb"##\[(?:group|endgroup|error|warning)\]"),
+        (Dialect.BUILDKITE, rb"\x1b_bk;t=\d+\x07"),
+        (Dialect.JENKINS, rb"\[Pipeline\] |^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
+    )
+)
+_SAMPLE_BYTES = 8 << 10  # ~100 lines: every line of a CI log carries its prefix
+
+# GitLab's section markers carry their own `\r\x1b[0K`: removed before ANSI and `\r` are, or the
+# section name would run into the text that follows it on the same line.
+_GITLAB_MARKER = re.compile(
+    r"\x1b\[0K|section_(?:start|end):\d+:[A-Za-z0-9_.\-]+(?:\[[^\]\r\n]*\])?\r?"
+)
+_ANSI = re.compile(
+    r"\x1b_[^\x07\x1b]*(?:\x07|\x1b\\)"  # APC, e.g. Buildkite's `_bk;t=...` timestamps
+    r"|\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\r"
+)
+_PREFIXES: tuple[re.Pattern[str], ...] = (
+    re.compile("\ufeff"),
+    # `gh run view --log`: job and step names, tab-separated, before the Actions timestamp.
+    re.compile(r"[^\t\n]{1,200}\t[^\t\n]{1,200}\t(?=" + _ISO + ")"),
+    # GitHub Actions / Azure, and GitLab's optional timestamps with their stream id (`00O+`).
+    re.compile(_ISO + r"(?: [0-9a-f]{2}[OE]\+?)? ?"),
+    # Jenkins Timestamper: `[ISO]`, `[2026-11-29 14:49:57]`, or a clock / elapsed time.
+    re.compile(
+        r"\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\] ?"
+        r"|\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? "
+        r"|\[?\d{1,3}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?: |$)"
+    ),
+)
+_COMMAND = re.compile(
+    r"##\[(?P<command>group|endgroup|error|warning|notice|debug|command|section)\]"
+)
+_BRANCH = re.compile(r"\[(?P<branch>[A-Za-z0-9_.][A-Za-z0-9_.\- ]{0,99})\] ?")
+_MAX_PASSES = 8
+
+
+@dataclass(frozen=True)
+class Stripped:
+    """One line without its CI prefixes, and what they said."""
+
+    text: str
+    prefix: str
+    branch: str | None
+    command: str | None
+
+
+def detect_dialects(sample: bytes) -> list[Dialect]:
+    """The CI systems whose markers appear in the first bytes of ``sample``, in table order."""
+    head = sample[:_SAMPLE_BYTES]
+    found: list[Dialect] = []
+    for dialect, marker in _DETECT:
+        if dialect not in found and marker.search(head):
+            found.append(dialect)
+    if Dialect.AZURE in found and Dialect.GITHUB_ACTIONS in found:
+        found.remove(Dialect.GITHUB_ACTIONS)  # Azure writes the same timestamps and commands
+    return found
+
+
+def strip_escapes(text: str) -> str:
+    """Remove GitLab section markers, ANSI/APC escape sequences and carriage returns."""
+    if "\x1b" not in text and "\r" not in text and "section_" not in text:
+        return text
+    return _ANSI.sub("", _GITLAB_MARKER.sub("", text))
+
+
+def strip_prefixes(text: str, branches: Container[str] = ()) -> Stripped:
+    """Remove every CI prefix at the start of an escape-free line, nested ones included.
+
+    A ``[name] `` prefix counts as a Jenkins parallel branch when ``name`` is a stage name
+    (``H100_PCIe-PyTorch-1``) or one of ``branches`` (learned from ``(Branch: name)`` lines).
+    """
+    start = text
+    branch: str | None = None
+    command: str | None = None
+    for _ in range(_MAX_PASSES):
+        before = text
+        for pattern in _PREFIXES:
+            match = pattern.match(text)
+            if match and match.end():
+                text = text[match.end() :]
+        if found := _COMMAND.match(text):
+            command = command or found["command"]
+            text = text[found.end() :]
+        if branch is None and (found := _BRANCH.match(text)):
+            name = found["branch"]
+            if name in branches or parse_stage(name) is not None:
+                branch = name
+                text = text[found.end() :]
+        if text == before:
+            break
+    return Stripped(text, start[: len(start) - len(text)], branch, command)
