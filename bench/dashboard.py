@@ -207,6 +207,8 @@ def main() -> None:
         env = {
             "REPAIRBOT_ENVIRONMENT": "test",
             "REPAIRBOT_DATA_DIR": str(root / "data"),
+            # Required outside development: the targets are built in this run's folder.
+            "REPAIRBOT_REPOSITORY_ROOTS": f'["{root!s}"]',
             "REPAIRBOT_DATABASE_URL": url,
             "REPAIRBOT_EMBEDDED_WORKER": "false",
             "REPAIRBOT_GITHUB_WEBHOOK_SECRET": "bench-webhook-secret-0123456789",

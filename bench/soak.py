@@ -242,6 +242,8 @@ def main() -> None:
     env = {
         "REPAIRBOT_ENVIRONMENT": "test",
         "REPAIRBOT_DATA_DIR": str(root / "data"),
+        # Required outside development: the targets are built in this run's folder.
+        "REPAIRBOT_REPOSITORY_ROOTS": f'["{root!s}"]',
         "REPAIRBOT_DATABASE_URL": db_url,
         "REPAIRBOT_BROKER_URL": broker,
         "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,

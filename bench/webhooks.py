@@ -100,6 +100,8 @@ def main() -> None:
         env = {
             "REPAIRBOT_ENVIRONMENT": "test",
             "REPAIRBOT_DATA_DIR": str(data),
+            # Required outside development: the targets are built in this run's folder.
+            "REPAIRBOT_REPOSITORY_ROOTS": f'["{data.parent!s}"]',
             "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
             "REPAIRBOT_CI_TOKEN": "bench-ci-token-0123456789",
             "REPAIRBOT_EMBEDDED_WORKER": "false",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from fixers.input_rules import safe_name_problem
 
 PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
@@ -23,6 +26,13 @@ def _looks_like_placeholder(secret: str) -> bool:
         or len(secret) < 16
         or squashed.startswith(("changeme", "changethis"))
     )
+
+
+def _check_queue(name: str) -> None:
+    """Queue names become broker queues and, in the filesystem broker, file names."""
+    problem = safe_name_problem(name)
+    if problem is not None:
+        raise ValueError(f"queue {name!r} {problem}")
 
 
 class Settings(BaseSettings):
@@ -44,8 +54,14 @@ class Settings(BaseSettings):
     ci_hmac_secret: SecretStr | None = Field(default=None, description="HMAC key for CI posts")
     max_webhook_bytes: int = 25 * 1024 * 1024
     max_report_bytes: int = 64 * 1024 * 1024
+    read_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="A request's headers, then its body, must each arrive within this",
+    )
     repository_roots: list[Path] = Field(
-        default_factory=list, description="Local forge: only repositories under these folders"
+        default_factory=list,
+        description="Local forge: only repositories under these folders (and the data dir's)",
     )
     embedded_worker: bool = True
     reconcile_interval_s: float = 30.0
@@ -61,11 +77,26 @@ class Settings(BaseSettings):
     )
     verify_fallback_after_s: float = 30.0
     verify_timeout_s: float = 1800.0
+    verify_heartbeat_s: float = Field(
+        default=5.0, gt=0, description="How often a running verification records that it lives"
+    )
+    verify_lost_after_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A running verification with no heartbeat for this long lost its worker",
+    )
     verify_reruns: int = Field(
         default=2, ge=0, description="Re-runs of a failing test before it counts"
     )
     runner_dir: Path | None = Field(
         default=None, description="Verification work dirs (default: the system temp dir)"
+    )
+    allow_unsandboxed: bool = Field(
+        default=False,
+        description=(
+            "Development only: run target code (tests, import checks) without bubblewrap when "
+            "it is missing; every report then says NOT SANDBOXED"
+        ),
     )
     worker_queues: list[str] = Field(
         default_factory=lambda: ["repair", "cpu", "gpu.any"],
@@ -118,10 +149,33 @@ class Settings(BaseSettings):
         default_factory=list, description="Hosts testReports may be fetched from"
     )
     jenkins_max_report_bytes: int = 64 * 1024 * 1024
+    github_actions_logs: bool = Field(
+        default=True, description="Fetch and classify the logs of failed GitHub Actions jobs"
+    )
+    github_actions_log_hosts: list[str] = Field(
+        default_factory=lambda: ["actions.githubusercontent.com", "blob.core.windows.net"],
+        description="Hosts (and their subdomains) a job-log redirect may lead to; https only",
+    )
+    github_actions_max_log_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1, description="A longer job log is refused, not truncated"
+    )
     test_pause_file: Path | None = Field(
         default=None,
         description="Tests only: a repair waits before opening its PR while this exists",
     )
+
+    @field_validator("worker_queues", "verify_fallback_queues")
+    @classmethod
+    def _queue_names(cls, value: list[str]) -> list[str]:
+        for queue in value:
+            _check_queue(queue)
+        return value
+
+    @field_validator("verify_default_queue")
+    @classmethod
+    def _queue_name(cls, value: str) -> str:
+        _check_queue(value)
+        return value
 
     @field_validator("ci_pipeline_tokens", mode="before")
     @classmethod
@@ -143,6 +197,32 @@ class Settings(BaseSettings):
         if weak:
             raise ValueError(
                 f"set real secrets outside development (at least 16 characters): {', '.join(weak)}"
+            )
+        if not self.repository_roots:
+            # Otherwise anyone with a CI token could point the local forge at any git
+            # repository this process can read, the service's own source included.
+            raise ValueError(
+                "set REPAIRBOT_REPOSITORY_ROOTS outside development: a JSON list of the folders "
+                'whose git repositories the local forge may repair, e.g. ["/srv/repos"]'
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _sandbox_only_off_in_development(self) -> Settings:
+        # Target code is untrusted: outside development it never runs unconfined.
+        if self.allow_unsandboxed and self.environment != "development":
+            raise ValueError(
+                "REPAIRBOT_ALLOW_UNSANDBOXED is for development only: install bubblewrap "
+                "(Debian package bubblewrap) instead"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _heartbeats_come_more_often_than_the_lost_window(self) -> Settings:
+        # Otherwise every healthy verification would look lost between two heartbeats.
+        if self.verify_lost_after_s <= 2 * self.verify_heartbeat_s:
+            raise ValueError(
+                "REPAIRBOT_VERIFY_LOST_AFTER_S must exceed twice REPAIRBOT_VERIFY_HEARTBEAT_S"
             )
         return self
 
@@ -183,6 +263,21 @@ class Settings(BaseSettings):
     def worktrees_dir(self) -> Path:
         """Where repairs check out target repositories."""
         return self.data_dir / "worktrees"
+
+    @property
+    def local_repository_roots(self) -> list[Path]:
+        """Where the local forge may find repositories: the data dir, then the configured roots."""
+        return [self.data_dir, *self.repository_roots]
+
+    @property
+    def private_dirs(self) -> list[Path]:
+        """Folders in the data dir that hold our own checkouts: never a report's repository."""
+        return [self.worktrees_dir, self.github_mirrors_dir, self.data_dir / "broker"]
+
+    @property
+    def runner_root(self) -> Path:
+        """Where verifications check out code: ``runner_dir``, else the system temp dir."""
+        return self.runner_dir or Path(tempfile.gettempdir()) / "repairbot-runs"
 
 
 @cache

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 
 from bot.forge.git import commit_all, git
+from fixers.sandbox import STRICT, Limits, SandboxOptions, run_isolated
 
 LEGACY_FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "legacy_workers"
 TERMINAL = {
@@ -45,15 +47,33 @@ def build_target(destination: Path, source: Path = LEGACY_FIXTURE) -> str:
     return commit_all(destination, "Pre-contract speculative workers")
 
 
-def run_tests(repo: Path, *, python: str = sys.executable, timeout_s: float = 600) -> TestRun:
-    """Run the target's pytest suite in a subprocess, as its CI would."""
-    result = subprocess.run(
-        [python, "-m", "pytest", "-p", "no:cacheprovider", "-rfE", "--color=no"],
-        cwd=repo,
-        capture_output=True,
-        timeout=timeout_s,
-    )
-    return TestRun(result.returncode, result.stdout + result.stderr)
+def run_tests(
+    repo: Path,
+    *,
+    python: str = sys.executable,
+    timeout_s: float = 600,
+    sandbox: SandboxOptions = STRICT,
+) -> TestRun:
+    """Run the target's pytest suite as its CI would, in the sandbox (``repo`` read-only).
+
+    Raises ``fixers.sandbox.SandboxUnavailable`` when the sandbox cannot run and ``sandbox``
+    does not allow running unconfined.
+    """
+    with tempfile.TemporaryDirectory(prefix="repairbot-demo-tests-") as folder:
+        run_dir = Path(folder)
+        log = run_dir / "pytest.log"
+        result = run_isolated(
+            [python, "-m", "pytest", "-p", "no:cacheprovider", "-rfE", "--color=no"],
+            cwd=repo,
+            run_dir=run_dir,
+            log_path=log,
+            limits=Limits(timeout_s=timeout_s),
+            options=dataclasses.replace(
+                sandbox, readonly=(*sandbox.readonly, repo), interpreters=(python,)
+            ),
+        )
+        console = log.read_bytes().split(b"\n", 1)[-1]  # without the "$ command" line
+    return TestRun(-1 if result.returncode is None else result.returncode, console)
 
 
 def post_failure(

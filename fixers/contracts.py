@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fixers.failures import Finding
+from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, read_repo_file
 
 CONFIG_FILE = ".repairbot.toml"
 DEFAULT_TEST_DIRS: tuple[str, ...] = ("tests", "test", "testing")
@@ -49,6 +50,7 @@ class RepoConfig:
     test_dirs: tuple[str, ...] = DEFAULT_TEST_DIRS
     exclude: tuple[str, ...] = ()
     python: tuple[int, int] | None = None
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     errors: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -128,10 +130,26 @@ def _string_list(value: object, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _pyproject_floor(root: Path) -> tuple[int, int] | None:
+def read_repo_toml(root: Path, name: str) -> dict[str, Any] | None:
+    """A TOML file at the repository's top (``pyproject.toml``), or None when it is not usable.
+
+    Read like every repository file: never through a symlink out of the tree, within the cap.
+    """
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_repo_file(root, name).decode("utf-8"))
+    except (OSError, FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def _positive_int(value: object, key: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{CONFIG_FILE}: {key!r} must be a positive integer (bytes)")
+    return value
+
+
+def _pyproject_floor(root: Path) -> tuple[int, int] | None:
+    data = read_repo_toml(root, "pyproject.toml")
+    if data is None:
         return None
     project = data.get("project")
     spec = project.get("requires-python") if isinstance(project, dict) else None
@@ -161,7 +179,10 @@ def parse_config(text: str, root: Path) -> RepoConfig:
             errors.append(str(exc))
     test_dirs: tuple[str, ...] = DEFAULT_TEST_DIRS
     exclude: tuple[str, ...] = ()
+    max_file_bytes = DEFAULT_MAX_FILE_BYTES
     try:
+        if "max_file_bytes" in data:
+            max_file_bytes = _positive_int(data["max_file_bytes"], "max_file_bytes")
         if "test_dirs" in data:
             test_dirs = _string_list(data["test_dirs"], "test_dirs")
         if "exclude" in data:
@@ -178,6 +199,7 @@ def parse_config(text: str, root: Path) -> RepoConfig:
         test_dirs=test_dirs,
         exclude=exclude,
         python=python,
+        max_file_bytes=max_file_bytes,
         errors=tuple(errors),
     )
 
@@ -185,11 +207,11 @@ def parse_config(text: str, root: Path) -> RepoConfig:
 def load_config(root: Path) -> RepoConfig:
     """Read ``root/.repairbot.toml`` if present (unreadable or invalid files give ``errors``)."""
     path = root / CONFIG_FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return RepoConfig(python=_pyproject_floor(root))
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_repo_file(root, CONFIG_FILE).decode("utf-8")
+    except (OSError, FileRefused, UnicodeDecodeError) as exc:
         return RepoConfig(
             python=_pyproject_floor(root), errors=(f"{CONFIG_FILE}: unreadable: {exc}",)
         )

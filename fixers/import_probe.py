@@ -1,8 +1,9 @@
-"""Run in a subprocess by ``fixers.evidence``: import modules whose new source is given on stdin.
+"""Run in the sandbox by ``fixers.evidence``: import modules whose new source is given.
 
-Input (JSON on stdin): ``{"path": [import roots], "modules": {"pkg.mod": [path, source]}}``,
-the roots going first on ``sys.path``. Output (JSON on stdout): per module
-``["ok" | "failed" | "unverified", "detail"]``. Uses only the standard library.
+Usage: ``import_probe.py REQUEST ANSWER``. REQUEST (JSON): ``{"path": [import roots], "modules":
+{"pkg.mod": [path, source]}}``, the roots going first on ``sys.path``. ANSWER (JSON, written at
+the end): per module ``["ok" | "failed" | "unverified", "detail"]``. Files, not stdout: a module
+that prints at import must not garble the answer. Uses only the standard library.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def _classify(exc: BaseException, changed: set[str]) -> tuple[str, str]:
 
 
 def main() -> None:
-    request = json.load(sys.stdin)
+    with open(sys.argv[1], encoding="utf-8") as stream:
+        request = json.load(stream)
     for entry in reversed(request["path"]):
         sys.path.insert(0, entry)
     modules = {k: (v[0], v[1]) for k, v in request["modules"].items()}
@@ -73,7 +75,8 @@ def main() -> None:
             results[name] = ("ok", "")
         except BaseException as exc:  # report everything, including SystemExit from the module
             results[name] = _classify(exc, changed)
-    json.dump(results, sys.stdout)
+    with open(sys.argv[2], "w", encoding="utf-8") as stream:
+        json.dump(results, stream)
 
 
 if __name__ == "__main__":

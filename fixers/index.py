@@ -19,6 +19,7 @@ from fixers.contract_inference import INFERENCE_MARKERS, infer_contracts
 from fixers.contracts import Contract
 from fixers.pyfacts import ClassFacts, FactsError, ModuleFacts, module_facts_from_tree, parse_python
 from fixers.repo_files import SourceFile, list_python_files, module_names
+from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, escaping, read_repo_file
 
 _MAX_DEPTH = 32
 
@@ -84,15 +85,23 @@ class RepoIndex:
     """Lazily parsed view of one repository tree."""
 
     def __init__(
-        self, root: Path, cache: IndexCache | None = None, exclude: tuple[str, ...] = ()
+        self,
+        root: Path,
+        cache: IndexCache | None = None,
+        exclude: tuple[str, ...] = (),
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.root = root
         self.cache = cache if cache is not None else IndexCache()
+        self.max_file_bytes = max_file_bytes
         rels, self.listing = list_python_files(root, exclude)
+        # Files reached through a symlink out of the tree are never read: reported as skips.
+        self.errors: dict[str, str] = escaping(root, rels)
+        rels = [rel for rel in rels if rel not in self.errors]
         self.files: dict[str, SourceFile] = {f.rel: f for f in module_names(root, rels)}
         self.by_module: dict[str, str] = {f.module: f.rel for f in self.files.values()}
         self.stats = IndexStats(files=len(self.files))
-        self.errors: dict[str, str] = {}
         self.facts: dict[str, ModuleFacts] = {}
         self._data: dict[str, bytes] = {}
         self._digests: dict[str, str] = {}
@@ -106,7 +115,10 @@ class RepoIndex:
         if rel in self._data:
             return self._data[rel]
         try:
-            data = (self.root / rel).read_bytes()
+            data = read_repo_file(self.root, rel, self.max_file_bytes)
+        except FileRefused as exc:
+            self.errors[rel] = str(exc)
+            return None
         except OSError as exc:
             self.errors[rel] = f"unreadable: {exc.strerror or exc}"
             return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fixers.contracts import Contract
-from fixers.violations import Violation
+from fixers.violation_types import Note, Violation
 
 ImportStatus = Literal["ok", "failed", "unverified", "not-run"]
 
@@ -49,7 +49,7 @@ class Evidence:
             f"second run changes nothing: {mark[self.idempotent]}",
             f"diff limited to targeted classes and imports: {mark[self.scoped]}"
             + (f" ({self.scope_detail})" if self.scope_detail else ""),
-            f"imports in a subprocess: {self.import_status}"
+            f"imports in the sandbox: {self.import_status}"
             + (f" ({self.import_detail})" if self.import_detail else ""),
         ]
 
@@ -100,12 +100,19 @@ class SweepReport:
     files_read: int
     files_parsed: int
     violations: list[Violation]
+    notes: list[Note] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     config_errors: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict for ``repairbot sweep --json``."""
-        return {
+    def summary(self) -> str:
+        """``N violation(s) in M class(es)``: what a maintainer has to act on."""
+        classes = len({(v.path, v.class_qualname) for v in self.violations})
+        return f"{len(self.violations)} violation(s) in {classes} class(es)"
+
+    def to_json(self, *, explain: bool = False) -> dict[str, object]:
+        """A JSON-ready dict for ``repairbot sweep --json`` (``notes`` with ``--explain``)."""
+        notes = {"notes": [n.to_json() for n in self.notes]} if explain else {}
+        return notes | {
             "root": self.root,
             "contracts": [
                 c.__dict__ | {"metadata_params": list(c.metadata_params)} for c in self.contracts
@@ -115,6 +122,7 @@ class SweepReport:
             "files_read": self.files_read,
             "files_parsed": self.files_parsed,
             "violations": [v.to_json() for v in self.violations],
+            "summary": self.summary(),
             "skips": [s.to_json() for s in self.skips],
             "config_errors": self.config_errors,
         }

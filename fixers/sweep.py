@@ -7,7 +7,6 @@ reading the tree (through ``RepoIndex``) and the import subprocess.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +14,15 @@ from pathlib import Path
 from libcst.codemod import TransformSkip, TransformSuccess, transform_module
 
 from fixers.codemods._common import DEFAULT_LINE_LENGTH
-from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config
+from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config, read_repo_toml
 from fixers.evidence import check_imports, parse_problem, scope_problem
 from fixers.fix_plan import FilePlan, Step, plan_fixes
 from fixers.index import Hierarchy, IndexCache, RepoIndex
 from fixers.outcome import Evidence, FileChange, FixResult, Skip, SweepReport
-from fixers.violations import Violation, find_violations
+from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
+from fixers.sandbox import STRICT, SandboxOptions
+from fixers.violation_types import Note, Violation
+from fixers.violations import find_violations
 
 Progress = Callable[[int, int], None]
 
@@ -44,9 +46,8 @@ def _dedupe(contracts: list[Contract]) -> list[Contract]:
 
 def line_length(root: Path) -> int:
     """The repository's configured line length (black, ruff, yapf), else black's 88."""
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    data = read_repo_toml(root, "pyproject.toml")
+    if data is None:
         return DEFAULT_LINE_LENGTH
     tool = data.get("tool", {})
     for key, name in (("black", "line-length"), ("ruff", "line-length"), ("yapf", "column_limit")):
@@ -66,7 +67,7 @@ def run_sweep(
 ) -> SweepState:
     """Index ``root`` and find every violation of the given (or configured) contracts."""
     config = load_config(root)
-    index = RepoIndex(root, cache, config.exclude)
+    index = RepoIndex(root, cache, config.exclude, max_file_bytes=config.max_file_bytes)
     if contracts is None:
         contracts = [*BUILTIN_CONTRACTS, *config.contracts]
         if infer:
@@ -74,8 +75,11 @@ def run_sweep(
     contracts = _dedupe(contracts)
     hierarchies = index.load_hierarchies(contracts, progress)
     violations: list[Violation] = []
+    notes: list[Note] = []
     for hierarchy in hierarchies:
-        violations.extend(find_violations(index, hierarchy, config.test_dirs))
+        found, observed = find_violations(index, hierarchy, config.test_dirs)
+        violations.extend(found)
+        notes.extend(observed)
     skips = [Skip(rel, reason) for rel, reason in sorted(index.errors.items())]
     report = SweepReport(
         root=str(root),
@@ -85,6 +89,7 @@ def run_sweep(
         files_read=index.stats.read,
         files_parsed=index.stats.parsed,
         violations=violations,
+        notes=notes,
         skips=skips,
         config_errors=list(config.errors),
     )
@@ -134,11 +139,13 @@ def _apply_plan(
     return change, skips
 
 
-def _read_text(root: Path, rel: str) -> tuple[str | None, str]:
+def _read_text(root: Path, rel: str, max_bytes: int) -> tuple[str | None, str]:
     try:
-        return (root / rel).read_bytes().decode("utf-8"), ""
+        return read_repo_file(root, rel, max_bytes).decode("utf-8"), ""
     except UnicodeDecodeError:
         return None, "not UTF-8: LibCST edits need the text"
+    except FileRefused as exc:
+        return None, str(exc)
     except OSError as exc:
         return None, f"unreadable: {exc.strerror or exc}"
 
@@ -150,8 +157,12 @@ def fix(
     cache: IndexCache | None = None,
     imports: bool = True,
     progress: Progress | None = None,
+    sandbox: SandboxOptions = STRICT,
 ) -> FixResult:
-    """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change."""
+    """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change.
+
+    ``imports`` runs the import check, in the sandbox that ``sandbox`` describes.
+    """
     state = run_sweep(root, contracts, cache=cache, progress=progress)
     plans, skips = plan_fixes(
         state.index,
@@ -162,7 +173,7 @@ def fix(
     )
     changes: list[FileChange] = []
     for plan in plans:
-        source, why = _read_text(root, plan.path)
+        source, why = _read_text(root, plan.path, state.config.max_file_bytes)
         if source is None:
             skips.append(Skip(plan.path, why))
             continue
@@ -171,7 +182,7 @@ def fix(
         if change is not None:
             changes.append(change)
     if imports and changes:
-        results = check_imports(root, changes)
+        results = check_imports(root, changes, sandbox=sandbox)
         for change in changes:
             status, detail = results.get(change.path, ("unverified", "no answer"))
             assert change.evidence is not None
@@ -193,6 +204,10 @@ def write_changes(root: Path, result: FixResult) -> list[str]:
                 )
             )
             continue
-        (root / change.path).write_bytes(change.after.encode("utf-8"))
+        try:
+            write_repo_file(root, change.path, change.after.encode("utf-8"))
+        except FileRefused as exc:
+            result.skips.append(Skip(change.path, f"not written: {exc}"))
+            continue
         written.append(change.path)
     return written

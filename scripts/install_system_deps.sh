@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tests need when they are missing: bubblewrap (the verification
-# sandbox) and Chromium (the dashboard's browser tests). Does nothing when both are present.
+# Install the Debian packages repairbot needs when they are missing: bubblewrap (the sandbox for
+# target code; setpriv, from util-linux, drops root before it) and, unless called with
+# `sandbox`, Chromium (the dashboard's browser tests). Does nothing when all are present.
+#   scripts/install_system_deps.sh            # everything the tests need (.ci/run)
+#   scripts/install_system_deps.sh sandbox    # only the sandbox (scripts/run.sh)
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-[ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
+command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+if [ "${1:-}" != "sandbox" ]; then
+    [ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${missing[*]} (run this script as root to install them)" >&2

@@ -6,6 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The sandbox is part of setup: without bubblewrap the service refuses to run target code
+# (tests, import checks). REPAIRBOT_ALLOW_UNSANDBOXED=true (development only) runs it unconfined
+# instead, and every report says so.
+if ! scripts/install_system_deps.sh sandbox; then
+    if [ "${REPAIRBOT_ALLOW_UNSANDBOXED:-}" != "true" ]; then
+        echo "bubblewrap is required (Debian package bubblewrap): install it as root" >&2
+        exit 1
+    fi
+    echo "WARNING: no bubblewrap; target code will run NOT SANDBOXED (development only)" >&2
+fi
 
 export REPAIRBOT_DATA_DIR="${REPAIRBOT_DATA_DIR:-$PWD/.repairbot}"
 port="${PORT:-8000}"

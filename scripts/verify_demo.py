@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.demo import build_target
 from bot.forge.git import commit_all
-from bot.runner.sandbox import Limits
 from bot.runner.verification import VerificationPlan, verify
 from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.sandbox import Limits
 from fixers.sweep import fix, write_changes
 
 

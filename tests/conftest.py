@@ -45,6 +45,8 @@ def make_settings(data_dir: Path, **overrides: object):
         "ci_token": CI_TOKEN,
         "stale_after_s": 1.0,
         "reconcile_interval_s": 0.5,
+        # Required outside development; tests build their target repositories beside data_dir.
+        "repository_roots": [data_dir.parent],
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

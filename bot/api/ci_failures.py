@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from io import BytesIO
 from typing import Annotated, Any
@@ -10,7 +11,7 @@ from uuid import uuid4
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from bot.api.body import read_capped_body
 from bot.config import Settings
@@ -20,6 +21,7 @@ from bot.db.session import session_scope
 from bot.deps import get_app_settings
 from bot.github.signature import is_valid
 from bot.tasks.enqueue import enqueue_after_commit
+from fixers.input_rules import MAX_SQL_INT, http_url_problem, ref_problem, refuse
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 router = APIRouter()
@@ -30,14 +32,64 @@ class ReportMetadata(BaseModel):
 
     format: Format | None = None
     pipeline: str | None = Field(default=None, max_length=200)
-    build_number: int | None = Field(default=None, ge=0)
+    build_number: int | None = Field(default=None, ge=0, le=MAX_SQL_INT)
     build_url: str | None = Field(default=None, max_length=2000)
     repository: str | None = Field(default=None, max_length=2000)
-    pr_number: int | None = Field(default=None, ge=1)
+    pr_number: int | None = Field(default=None, ge=1, le=MAX_SQL_INT)
     head_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
     base_ref: str | None = Field(default=None, max_length=200)
     base_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
     stage: str | None = Field(default=None, max_length=200)
+
+    @field_validator("build_url")
+    @classmethod
+    def _http_link(cls, value: str | None) -> str | None:
+        if value is not None:
+            refuse(http_url_problem(value))
+        return value
+
+    @field_validator("base_ref")
+    @classmethod
+    def _plain_ref(cls, value: str | None) -> str | None:
+        if value is not None:
+            refuse(ref_problem(value))
+        return value
+
+
+# What CI tools send a report as. ``application/x-www-form-urlencoded`` is curl's default for
+# ``--data-binary`` and ``octet-stream`` that of most upload steps: both carry the raw report.
+ACCEPTED_MEDIA = frozenset(
+    {
+        "",
+        "application/json",
+        "application/xml",
+        "text/xml",
+        "application/x-www-form-urlencoded",
+        "application/octet-stream",
+    }
+)
+_DELIVERY_KEY_LENGTH = 200  # deliveries.key
+
+
+def media_type_problem(content_type: str) -> str | None:
+    """Why a report cannot be read with this ``Content-Type`` (None: it can)."""
+    media = content_type.split(";")[0].strip().lower()
+    if media in ACCEPTED_MEDIA or media.startswith("text/") or media.endswith(("+json", "+xml")):
+        return None
+    return (
+        f"unsupported content type {media!r}: send text/plain, application/json or application/xml"
+    )
+
+
+def delivery_key(key: str) -> str:
+    """The deliveries.key for a CI report key: itself, or a digest when it would not fit.
+
+    Never a truncation: two long keys sharing a prefix must stay two deliveries.
+    """
+    full = f"ci:{key}"
+    if len(full) <= _DELIVERY_KEY_LENGTH:
+        return full
+    return "ci:sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _authenticate(
@@ -79,8 +131,11 @@ async def post_ci_failure(
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> JSONResponse:
     """Store a failure report and queue its triage; a repeated report answers with the first one."""
-    body = await read_capped_body(request, settings.max_report_bytes)
+    body = await read_capped_body(request, settings.max_report_bytes, settings.read_timeout_s)
     _authenticate(settings, body, meta.pipeline, authorization, x_repairbot_signature_256)
+    media_problem = media_type_problem(request.headers.get("content-type", ""))
+    if media_problem is not None:
+        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)
     try:
         parsed: FailureReport = await run_in_threadpool(
             read_report, BytesIO(body), format=meta.format, stage=meta.stage
@@ -114,7 +169,7 @@ def _store(settings: Settings, report: Report, body: bytes) -> tuple[dict[str, A
         delivery = insert_delivery(
             session,
             source="ci",
-            key=f"ci:{key or uuid4()}",
+            key=delivery_key(key or str(uuid4())),
             event="ci_failure",
             action=None,
             body=body,

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from bot.db.models import Fix, RepairRun, Report, Verification
 from bot.deps import get_session
+from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(prefix="/api/v1")
 SessionDep = Annotated[Session, Depends(get_session)]
@@ -117,7 +118,7 @@ def _fix_json(fix: Fix, *, detail: bool) -> dict[str, Any]:
 def list_failures(
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SQL_INT)] = 0,
 ) -> list[dict[str, Any]]:
     """Every failure report received, newest first, unclassified ones included."""
     reports = session.scalars(
@@ -133,7 +134,8 @@ def list_failures(
 @router.get("/reports/{report_id}")
 def get_report(report_id: int, session: SessionDep) -> dict[str, Any]:
     """One report with its findings and the state of each repair run."""
-    report = session.get(Report, report_id)
+    # An id no column can hold names no report: 404, before the driver overflows on it.
+    report = session.get(Report, report_id) if 1 <= report_id <= MAX_SQL_INT else None
     if report is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no report {report_id}")
     return _report_json(report, detail=True)
@@ -144,7 +146,7 @@ def list_fixes(
     session: SessionDep,
     state: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SQL_INT)] = 0,
 ) -> list[dict[str, Any]]:
     """Every fix PR, newest first; ``state`` filters (open, merged, closed, superseded)."""
     query = (
@@ -162,7 +164,7 @@ def list_fixes(
 @router.get("/fixes/{fix_id}")
 def get_fix(fix_id: int, session: SessionDep) -> dict[str, Any]:
     """One fix PR with its body and diff."""
-    fix = session.get(Fix, fix_id)
+    fix = session.get(Fix, fix_id) if 1 <= fix_id <= MAX_SQL_INT else None
     if fix is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no fix {fix_id}")
     return _fix_json(fix, detail=True)

@@ -20,7 +20,10 @@ from bot.tasks.enqueue import enqueue_after_commit
 
 router = APIRouter()
 
-HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "status"})
+HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "status", "workflow_job"})
+MAX_DELIVERY_ID = 150  # deliveries.key holds "github:" + the id
+MAX_EVENT = 64  # deliveries.event
+MAX_FORM_FIELDS = 100  # GitHub's form deliveries carry one field, "payload"
 
 
 @router.post("/webhooks/github", status_code=status.HTTP_202_ACCEPTED)
@@ -32,7 +35,7 @@ async def github_webhook(
     x_hub_signature_256: Annotated[str | None, Header()] = None,
 ) -> JSONResponse:
     """Accept one GitHub delivery. Nothing is parsed before the signature checks out."""
-    body = await read_capped_body(request, settings.max_webhook_bytes)
+    body = await read_capped_body(request, settings.max_webhook_bytes, settings.read_timeout_s)
     secret = settings.github_webhook_secret.get_secret_value().encode()
     if not is_valid(secret, body, x_hub_signature_256):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong X-Hub-Signature-256")
@@ -40,14 +43,22 @@ async def github_webhook(
         raise HTTPException(
             status.HTTP_400_BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required"
         )
+    # Refused, not truncated: the delivery id is the dedupe key, and two ids sharing a prefix
+    # are two deliveries.
+    if len(x_github_delivery) > MAX_DELIVERY_ID or len(x_github_event) > MAX_EVENT:
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST,
+            f"X-GitHub-Delivery longer than {MAX_DELIVERY_ID} or X-GitHub-Event longer than "
+            f"{MAX_EVENT} characters",
+        )
     payload = _parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
     # Database work runs in a worker thread: a blocking SQLite lock wait must never stall the loop.
     answer, code = await run_in_threadpool(
         _store,
         settings,
-        event=x_github_event[:64],
-        delivery_id=x_github_delivery[:150],
+        event=x_github_event,
+        delivery_id=x_github_delivery,
         action=action,
         body=body,
         zen=payload.get("zen"),
@@ -96,7 +107,7 @@ def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
             status.HTTP_400_BAD_REQUEST, f"body is not UTF-8 (byte {exc.start})"
         ) from exc
     if media == "application/x-www-form-urlencoded":
-        fields = parse_qs(text, max_num_fields=100)
+        fields = _form_fields(text)
         if "payload" not in fields:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, "form body without a payload field")
         text = fields["payload"][0]
@@ -116,3 +127,17 @@ def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "payload must be a JSON object")
     return payload
+
+
+def _form_fields(text: str) -> dict[str, list[str]]:
+    """The fields of a form body; 400 for too many fields or percent-escapes that are not UTF-8."""
+    try:
+        return parse_qs(text, max_num_fields=MAX_FORM_FIELDS, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST, f"form payload is not UTF-8 (byte {exc.start} of a field)"
+        ) from exc
+    except ValueError as exc:  # parse_qs: "Max number of fields exceeded"
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST, f"form body with more than {MAX_FORM_FIELDS} fields"
+        ) from exc

@@ -34,6 +34,8 @@ def demo(
         wait_for_runs,
         wait_for_verification,
     )
+    from bot.runner.sandbox import sandbox_options
+    from fixers.input_rules import MAX_SQL_INT
 
     console = Console()
     settings = get_settings()
@@ -43,7 +45,7 @@ def demo(
     with console.status("building the target repository from the legacy workers"):
         head = build_target(target)
     with console.status("running the target's tests (they fail: pre-contract code)"):
-        before = run_tests(target)
+        before = run_tests(target, sandbox=sandbox_options(settings))
     console.print(f"target {escape(str(target))} at {head[:12]}: pytest exit {before.returncode}")
     with httpx.Client(base_url=url, timeout=30) as client:
         answer = post_failure(
@@ -52,7 +54,8 @@ def demo(
             repo=target,
             head_sha=head,
             console=before.console,
-            build_number=stamp,
+            # Build numbers are 32-bit columns: the millisecond stamp wraps (every ~25 days).
+            build_number=stamp % MAX_SQL_INT,
         )
         console.print(f"posted the failure: report {answer['report_id']} ({url}{answer['url']})")
         with console.status("waiting for the repair"):

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.cli.sweep_command import check_root, parse_contract_options, progress_bar
+from bot.config import get_settings
+from bot.runner.sandbox import sandbox_options
 from fixers.contracts import Contract, contracts_from_findings
 from fixers.outcome import FixResult
 from fixers.sweep import fix, write_changes
@@ -75,7 +77,7 @@ def fix_command(
     imports: Annotated[
         bool,
         typer.Option(
-            "--import-check/--no-import-check", help="Import changed modules in a subprocess"
+            "--import-check/--no-import-check", help="Import changed modules in the sandbox"
         ),
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
@@ -89,7 +91,8 @@ def fix_command(
     if contracts is None and log is not None:
         contracts = contracts_from_log(log, err)
     with progress_bar(not as_json) as progress:
-        result = fix(root, contracts, imports=imports, progress=progress)
+        sandbox = sandbox_options(get_settings())
+        result = fix(root, contracts, imports=imports, progress=progress, sandbox=sandbox)
     written = write_changes(root, result) if write else []
     if as_json:
         typer.echo(json.dumps({**result.to_json(), "written": written}, indent=2))

@@ -25,23 +25,45 @@ def serve(
 
     import uvicorn
 
+    from bot.api.slow_clients import header_deadline_protocol
     from bot.config import get_settings
     from bot.db.migrate import upgrade
     from bot.main import create_app
-    from bot.tasks.embedded import start_embedded_worker, start_reconciler
+    from bot.tasks.cleanup import prune_stale_work
+    from bot.tasks.embedded import (
+        VerificationWorker,
+        split_queues,
+        start_embedded_worker,
+        start_reconciler,
+    )
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
     stop = threading.Event()
     embedded = worker and settings.embedded_worker
+    verifier: VerificationWorker | None = None
     if embedded:
-        start_embedded_worker(settings)
+        prune_stale_work(settings)  # what a killed predecessor left; live runs are leased
+        in_thread, verifying = split_queues(settings)
+        if in_thread:
+            start_embedded_worker(settings, in_thread)
+        if verifying:  # its own process: a hanging test must not stall repairs
+            verifier = VerificationWorker(verifying).start()
     start_reconciler(settings, stop)
     Console(stderr=True).print(
         f"repairbot serving on http://{host}:{port} (database {settings.resolved_database_url}, "
-        f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'})"
+        f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'}"
+        f"{', verification in a child process' if verifier else ''})"
     )
     try:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            log_level="warning",
+            http=header_deadline_protocol(settings.read_timeout_s),
+        )
     finally:
         stop.set()
+        if verifier is not None:
+            verifier.stop()

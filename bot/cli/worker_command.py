@@ -24,9 +24,11 @@ def worker(
     from bot.db.migrate import upgrade
     from bot.tasks.celery_app import app as celery_app
     from bot.tasks.celery_app import configure_celery
+    from bot.tasks.cleanup import prune_stale_work
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
+    prune_stale_work(settings)  # worktrees a killed worker left on this host; live ones are leased
     configure_celery(settings)
     argv = [
         "worker",

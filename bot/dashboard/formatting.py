@@ -5,6 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from fixers.input_rules import http_url_problem
+
+
+def http_link(url: str | None) -> str | None:
+    """``url`` when it is an http(s) link, else None: a ``javascript:`` or ``data:`` URL stored
+    by an older version (intake refuses them now) is shown as text, never as a link."""
+    if not url or http_url_problem(url) is not None:
+        return None
+    return url
+
 
 def aware(moment: datetime | None) -> datetime | None:
     """``moment`` as an aware UTC datetime; SQLite hands back naive values stored as UTC."""

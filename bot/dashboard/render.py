@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from bot.dashboard.formatting import age_text, duration_text, iso
+from bot.dashboard.formatting import age_text, duration_text, http_link, iso
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -40,7 +40,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=duration_text, iso=iso, label=_label)
+    env.filters.update(duration=duration_text, iso=iso, label=_label, http_link=http_link)
     env.globals.update(age=age_text)
     return env
 

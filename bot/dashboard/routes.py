@@ -20,6 +20,7 @@ from bot.dashboard.render import page
 from bot.dashboard.stats import overview
 from bot.db.models import Verdict, utcnow
 from bot.deps import get_session
+from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(include_in_schema=False)
 SessionDep = Annotated[Session, Depends(get_session)]
@@ -70,7 +71,8 @@ def fixes_partial(request: Request, session: SessionDep) -> Response:
 
 def _fix_or_404(request: Request, session: SessionDep, fix_id: int, name: str) -> Response:
     started = time.perf_counter()
-    detail = load_fix(session, fix_id)
+    # An id no column can hold names no fix: the 404 page, before the driver overflows on it.
+    detail = load_fix(session, fix_id) if 1 <= fix_id <= MAX_SQL_INT else None
     if detail is None:
         return page(
             request,

@@ -257,6 +257,8 @@ class Verification(Base):
     task_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Refreshed by the runner while it runs: a running row whose heartbeat stopped lost its worker.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     fix: Mapped[Fix] = relationship(back_populates="verifications")

@@ -1,4 +1,9 @@
-"""Thin, typed wrappers over the git command line (no shell; every call has a timeout)."""
+"""Thin, typed wrappers over the git command line (no shell; every call has a timeout).
+
+Refs, branch names and SHAs can come from a CI report or a webhook, so every wrapper puts them
+after ``--end-of-options`` (git >= 2.24): a value like ``--upload-pack=...`` is then a name that
+does not resolve, never an option.
+"""
 
 from __future__ import annotations
 
@@ -36,14 +41,14 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
 
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full SHA of ``ref`` in ``repo``."""
-    return git(repo, "rev-parse", "--verify", f"{ref}^{{commit}}").strip()
+    return git(repo, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}").strip()
 
 
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
     """A clean detached worktree of ``repo`` at ``commit`` in ``path`` (replacing any old one)."""
     remove_worktree(repo, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    git(repo, "worktree", "add", "--force", "--detach", str(path), commit)
+    git(repo, "worktree", "add", "--force", "--detach", "--end-of-options", str(path), commit)
     return path
 
 
@@ -62,9 +67,9 @@ def commit_all(worktree: Path, message: str) -> str:
 
 def set_branch(repo: Path, branch: str, commit: str) -> None:
     """Point ``branch`` at ``commit`` (created or moved)."""
-    git(repo, "branch", "--force", branch, commit)
+    git(repo, "branch", "--force", "--end-of-options", branch, commit)
 
 
 def diff(repo: Path, base: str, head: str) -> str:
     """The unified diff from ``base`` to ``head``."""
-    return git(repo, "diff", "--no-color", base, head)
+    return git(repo, "diff", "--no-color", "--end-of-options", base, head)

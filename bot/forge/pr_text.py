@@ -11,6 +11,7 @@ from pathlib import Path
 import fixers.codemods
 from fixers.contracts import Contract
 from fixers.outcome import FixResult
+from fixers.repo_paths import FileRefused, read_repo_file
 
 CODEMODS_DIR = Path(fixers.codemods.__file__).resolve().parent
 TEMPLATE_PATHS = (
@@ -166,9 +167,12 @@ def compose(
 
 def _read_template(repo_root: Path) -> str | None:
     for relative in TEMPLATE_PATHS:
-        candidate = repo_root / relative
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8", errors="replace")
+        try:
+            # The target's own file, read like every repository file: never through a symlink
+            # out of the tree (its content would land in a public PR body), within the cap.
+            return read_repo_file(repo_root, relative).decode("utf-8", errors="replace")
+        except (FileRefused, OSError):
+            continue
     return None
 
 

@@ -15,6 +15,7 @@ def sign(secret: bytes, body: bytes) -> str:
 
 def is_valid(secret: bytes, body: bytes, header: str | None) -> bool:
     """Whether ``header`` is the signature of ``body`` under ``secret``."""
-    if not header or not header.startswith(PREFIX):
+    if not header or not header.startswith(PREFIX) or not header.isascii():
+        # compare_digest raises TypeError on non-ASCII text; such a header is simply wrong.
         return False
     return hmac.compare_digest(sign(secret, body), header.strip())

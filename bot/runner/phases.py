@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.runner.sandbox import Limits, SandboxResult, run_isolated
 from bot.runner.selection import Selection
 from bot.runner.verdict import FAILING
 from fixers.intake import IntakeError
 from fixers.intake.junit import iter_cases
+from fixers.sandbox import STRICT, Limits, SandboxOptions, SandboxResult, open_output, run_isolated
 
 
 @dataclass
@@ -50,6 +51,7 @@ class PhaseContext:
     reruns: int
     should_cancel: Callable[[], bool]
     env: dict[str, str]
+    options: SandboxOptions = STRICT
 
 
 def _run(ctx: PhaseContext, command: list[str]) -> SandboxResult:
@@ -60,6 +62,7 @@ def _run(ctx: PhaseContext, command: list[str]) -> SandboxResult:
         log_path=ctx.log_path,
         limits=ctx.limits,
         env=ctx.env,
+        options=dataclasses.replace(ctx.options, interpreters=(ctx.python,)),
         should_cancel=ctx.should_cancel,
     )
 
@@ -88,9 +91,10 @@ def _pytest(
         )
         return {}
     try:
-        with report.open("rb") as stream:
+        # The test wrote this file: never follow a link it may have put there instead.
+        with open_output(report) as stream:
             return {case.test_id: case.outcome for case in iter_cases(stream)}
-    except IntakeError as exc:
+    except (OSError, IntakeError) as exc:
         phase.problems.append(f"unreadable JUnit report: {exc}")
         return {}
 

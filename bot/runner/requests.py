@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.models import Fix, Verification, VerificationState, utcnow
 from bot.tasks.enqueue import enqueue_after_commit
+from fixers.input_rules import safe_name_problem
 
 ACTIVE = (VerificationState.QUEUED.value, VerificationState.RUNNING.value)
 
 
 def queue_for(gpu_types: Sequence[str], default: str) -> str:
-    """``gpu.<TYPE>`` for the first GPU type of the failure, else ``default``."""
-    return f"gpu.{gpu_types[0]}" if gpu_types else default
+    """``gpu.<TYPE>`` for the first GPU type of the failure, else ``default``.
+
+    A GPU type that is not a safe name (stored before intake checked them) is never made part
+    of a queue name: it becomes a broker queue and a file name.
+    """
+    usable = [gpu for gpu in gpu_types if safe_name_problem(gpu) is None]
+    return f"gpu.{usable[0]}" if usable else default
 
 
 def failure_gpu_types(fix: Fix) -> list[str]:
@@ -138,26 +144,35 @@ def latest_verification(session: Session, *, fix_id: int) -> Verification | None
 
 
 def rescue_stalled(
-    session: Session, *, older_than_s: float, max_attempts: int = 3
+    session: Session, *, lost_after_s: float, max_attempts: int = 3, now: datetime | None = None
 ) -> list[Verification]:
-    """Running verifications whose worker died (no finish after ``older_than_s``): queue again,
-    or give up with the reason after ``max_attempts``."""
-    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    """Running verifications whose worker died — no heartbeat for ``lost_after_s`` (a row from
+    before heartbeats counts from its start): queue again, or give up with the reason after
+    ``max_attempts``."""
+    cutoff = (now or utcnow()) - timedelta(seconds=lost_after_s)
+    last_sign_of_life = func.coalesce(Verification.heartbeat_at, Verification.started_at)
     stalled = session.scalars(
         select(Verification).where(
-            Verification.state == VerificationState.RUNNING.value, Verification.started_at < cutoff
+            Verification.state == VerificationState.RUNNING.value, last_sign_of_life < cutoff
         )
     ).all()
     for verification in stalled:
         attempts = int(verification.options.get("attempts", 1))
+        # The lost worker may only be slow: without its claim it can no longer report.
+        verification.task_id = None
         if attempts >= max_attempts:
             verification.state = VerificationState.ERROR.value
             verification.reason = (
-                f"no result after {attempts} attempts: the worker was lost each time"
+                f"no result after {attempts} attempts: the worker was lost each time "
+                f"(no heartbeat for {lost_after_s:.0f} s)"
             )
             verification.finished_at = utcnow()
             continue
         verification.state = VerificationState.QUEUED.value
+        verification.reason = (
+            f"worker lost (no heartbeat for {lost_after_s:.0f} s): queued again, "
+            f"attempt {attempts + 1} of {max_attempts}"
+        )
         verification.options = {**verification.options, "attempts": attempts + 1}
         send_verification(session, verification, verification.requested_queue)
     return list(stalled)

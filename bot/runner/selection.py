@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fixers.pyfacts import FactsError, parse_python, resolve_relative
 from fixers.repo_files import is_test_path, list_python_files, module_names
+from fixers.repo_paths import FileRefused, read_repo_file
 
 TEST_DIRS = ("tests", "test", "testing")
 CONTRACT_MARKERS = ("SpecWorkerBase", "runtime.speculative")
@@ -54,8 +55,8 @@ def import_graph(root: Path, files: Sequence[str]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for source in sources:
         try:
-            tree = parse_python((root / source.rel).read_bytes(), source.rel)
-        except (FactsError, OSError):
+            tree = parse_python(read_repo_file(root, source.rel), source.rel)
+        except (FactsError, FileRefused, OSError):
             graph[source.rel] = set()
             continue
         imported = imported_modules(tree, source.module, source.is_package)
@@ -92,8 +93,10 @@ def conformance_packages(root: Path, changed: Iterable[str]) -> list[str]:
     for rel in changed:
         if is_test_path(rel, TEST_DIRS) or "/" not in rel:
             continue
-        path = root / rel
-        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        try:
+            text = read_repo_file(root, rel).decode("utf-8", errors="replace")
+        except (FileRefused, OSError):
+            text = ""
         top = rel.split("/", 1)[0]
         if (
             all(marker in text for marker in CONTRACT_MARKERS)
@@ -110,8 +113,9 @@ def extra_command(root: Path) -> tuple[list[str] | None, str | None]:
     if not config.is_file():
         return None, None
     try:
-        command = tomllib.loads(config.read_text(encoding="utf-8")).get("verify", {}).get("command")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError) as exc:
+        text = read_repo_file(root, ".repairbot.toml").decode("utf-8")
+        command = tomllib.loads(text).get("verify", {}).get("command")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError, FileRefused) as exc:
         return None, f".repairbot.toml ignored: {exc}"
     if command is None:
         return None, None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import socket
 import sys
@@ -13,9 +14,16 @@ from typing import Any
 from bot.forge.git import fresh_worktree, remove_worktree
 from bot.runner.device import on_requested_device, probe_command
 from bot.runner.phases import PhaseContext, PhaseResult, run_phase
-from bot.runner.sandbox import Limits, clean_environment, run_isolated
 from bot.runner.selection import Selection, select_tests
 from bot.runner.verdict import TestVerdict, compare, overall
+from fixers.sandbox import (
+    STRICT,
+    Limits,
+    SandboxOptions,
+    clean_environment,
+    read_output,
+    run_isolated,
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,9 @@ class VerificationOutcome:
         }
 
 
-def probe_device(run_dir: Path, python: str, log_path: Path) -> str:
+def probe_device(
+    run_dir: Path, python: str, log_path: Path, options: SandboxOptions = STRICT
+) -> str:
     """``torch.cuda.get_device_name()`` as the test subprocess sees it, or ``cpu``."""
     out = run_dir / "device.txt"
     result = run_isolated(
@@ -69,10 +79,12 @@ def probe_device(run_dir: Path, python: str, log_path: Path) -> str:
         run_dir=run_dir,
         log_path=log_path,
         limits=Limits(timeout_s=120),
+        options=dataclasses.replace(options, interpreters=(python,)),
     )
-    if result.returncode != 0 or not out.is_file():
+    name = read_output(out, max_bytes=200) if result.returncode == 0 else None
+    if name is None:
         return "cpu (device probe failed: is torch installed?)"
-    return out.read_text().strip() or "cpu"
+    return name.strip() or "cpu"
 
 
 def verify(
@@ -84,11 +96,16 @@ def verify(
     should_cancel: Callable[[], bool],
     python: str = sys.executable,
     extra_env: Mapping[str, str] | None = None,
+    sandbox: SandboxOptions = STRICT,
 ) -> VerificationOutcome:
-    """Run the selected tests at the base and at the fix head, and compare."""
+    """Run the selected tests at the base and at the fix head, and compare.
+
+    Raises ``fixers.sandbox.SandboxUnavailable`` (before running anything) when target code
+    cannot be sandboxed and ``sandbox`` does not allow running it unconfined.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "verification.log"
-    device = probe_device(run_dir, python, log_path)
+    device = probe_device(run_dir, python, log_path, sandbox)
     before_tree, after_tree = run_dir / "before", run_dir / "after"
     try:
         fresh_worktree(plan.repo, after_tree, plan.head_sha)
@@ -103,7 +120,9 @@ def verify(
         env = clean_environment(run_dir, extra_env)
         phases: list[PhaseResult] = []
         for name, tree in (("before", before_tree), ("after", after_tree)):
-            ctx = PhaseContext(tree, run_dir, log_path, python, limits, reruns, should_cancel, env)
+            ctx = PhaseContext(
+                tree, run_dir, log_path, python, limits, reruns, should_cancel, env, sandbox
+            )
             phase = run_phase(ctx, selection, name)
             phases.append(phase)
             outcome.seconds += phase.seconds

@@ -12,6 +12,7 @@ from bot.runner.requests import fall_back, rescue_stalled
 from bot.tasks.base import RepairbotTask
 from bot.tasks.celery_app import app
 from bot.tasks.enqueue import enqueue_after_commit
+from bot.tasks.lost_runs import attempt_alive, lost_again, resent_reason
 
 
 def reconcile_once(settings: Settings) -> int:
@@ -28,6 +29,10 @@ def reconcile_once(settings: Settings) -> int:
             enqueue_after_commit(session, "repairbot.triage", report.id)
             sent += 1
         for run in stale_runs(session, older_than=older_than):
+            lost = lost_again(run)
+            if lost is not None and not attempt_alive(settings.worktrees_dir.resolve(), run.id):
+                move_run(session, run=run, to=RunState.FAILED, reason=lost)
+                continue
             if run.attempts >= settings.task_max_retries:
                 move_run(
                     session,
@@ -36,10 +41,16 @@ def reconcile_once(settings: Settings) -> int:
                     reason=f"gave up after {run.attempts} attempts",
                 )
                 continue
+            move_run(
+                session,
+                run=run,
+                to=RunState(run.state),
+                reason=resent_reason(run.attempts, run.state),
+            )
             run.updated_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, "repairbot.repair", run.id)
             sent += 1
-        sent += len(rescue_stalled(session, older_than_s=settings.verify_timeout_s + 300))
+        sent += len(rescue_stalled(session, lost_after_s=settings.verify_lost_after_s))
         sent += len(
             fall_back(
                 session,

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from bot.already_fixed import fixed_on_base
 from bot.config import Settings
 from bot.db.crud import move_run, open_fix_with_key
-from bot.db.models import Fix, RepairRun, RunState
+from bot.db.models import Fix, RepairRun, RunState, utcnow
 from bot.db.session import session_scope
 from bot.forge.git import (
     GitError,
@@ -30,7 +30,7 @@ from bot.forge.git import (
     set_branch,
 )
 from bot.forge.github import GitHubForge
-from bot.forge.local import RepositoryRefused, resolve_local_repository
+from bot.forge.local import RepositoryRefused, base_ref_problem, resolve_local_repository
 from bot.forge.pr_text import PullRequestText, TitleStyle, compose, fixed_violations, ticket_for
 from bot.github.client import GitHubNotConfigured
 from bot.github.mirror import is_github_repository, sync_mirror
@@ -38,10 +38,15 @@ from bot.github.publish import Candidate, publish, violation_key
 from bot.github.retry import RateLimited
 from bot.repair_plan import branch_name, contract_from_dict, dedupe_key
 from bot.runner.requests import request_verification
+from bot.runner.sandbox import sandbox_options
+from bot.runner.workdirs import leased
 from bot.tasks.base import RepairbotTask, TransientError
 from bot.tasks.celery_app import app
+from bot.tasks.lost_runs import no_more_attempts
 from fixers.outcome import FixResult
 from fixers.sweep import fix, write_changes
+
+OUT_OF_MEMORY = "ran out of memory"
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,16 @@ def _start(settings: Settings, run_id: int) -> RunContext | None:
         run = session.get(RepairRun, run_id)
         if run is None or RunState(run.state).terminal:
             return None
+        # A worker that is killed mid-task gets its message back at once (acks_late and
+        # reject_on_worker_lost): without these checks a repair that always exhausts the
+        # worker's memory would be redelivered into the same death for ever.
+        refusal = no_more_attempts(run, settings.worktrees_dir.resolve(), settings.task_max_retries)
+        if refusal is not None:
+            state, reason = refusal
+            move_run(session, run=run, to=state, reason=reason)
+            return None
         run.attempts += 1
+        run.updated_at = utcnow()  # a start is progress: the reconciler's clock starts again
         report = run.report
         classes = sorted(
             {f["class_name"] for f in report.findings if f.get("class_name") and f.get("fixer")}
@@ -114,12 +128,34 @@ def repair(self: RepairbotTask, run_id: int) -> None:
         _repair_on_github(settings, context)
         return
     try:
-        repository = resolve_local_repository(context.repository, settings.repository_roots)
+        repository = resolve_local_repository(
+            context.repository, settings.local_repository_roots, settings.private_dirs
+        )
         base_sha = repository.commit(context.commit)
     except (RepositoryRefused, GitError) as exc:
         _move(settings, run_id, RunState.ERROR, str(exc))
         return
-    _in_worktree(settings, context, repository.path, base_sha, None)
+    refused = base_ref_problem(repository.path, context.base_ref)
+    if refused is not None:
+        _move(settings, run_id, RunState.ERROR, refused)
+        return
+    _within_memory(settings, context, repository.path, base_sha, None)
+
+
+def _within_memory(
+    settings: Settings, context: RunContext, repo: Path, base_sha: str, github: GitHub | None
+) -> None:
+    """The repair; one that runs out of memory fails for good (a retry would do the same)."""
+    try:
+        _in_worktree(settings, context, repo, base_sha, github)
+    except MemoryError:
+        _move(
+            settings,
+            context.run_id,
+            RunState.FAILED,
+            f"{OUT_OF_MEMORY} during attempt {context.attempts}: not retried (a file too large "
+            "to parse? see max_file_bytes in .repairbot.toml)",
+        )
 
 
 def _in_worktree(
@@ -127,15 +163,17 @@ def _in_worktree(
 ) -> None:
     # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
     worktree = settings.worktrees_dir.resolve() / f"run-{context.run_id}-{uuid4().hex[:8]}"
-    try:
-        fresh_worktree(repo, worktree, base_sha)
-        _repair_in(settings, context, repo, worktree, base_sha, github)
-    except GitError as exc:
-        raise TransientError(str(exc)) from exc
-    except RateLimited as exc:
-        raise TransientError(str(exc)) from exc
-    finally:
-        remove_worktree(repo, worktree)
+    # Leased: if this process is killed, the next start prunes the worktree (bot.runner.workdirs).
+    with leased(worktree):
+        try:
+            fresh_worktree(repo, worktree, base_sha)
+            _repair_in(settings, context, repo, worktree, base_sha, github)
+        except GitError as exc:
+            raise TransientError(str(exc)) from exc
+        except RateLimited as exc:
+            raise TransientError(str(exc)) from exc
+        finally:
+            remove_worktree(repo, worktree)
 
 
 @dataclass(frozen=True)
@@ -165,7 +203,11 @@ def _repair_on_github(settings: Settings, context: RunContext) -> None:
         raise TransientError(str(exc)) from exc
     except RateLimited as exc:
         raise TransientError(str(exc)) from exc
-    _in_worktree(settings, context, mirror, base_sha, GitHub(forge, name, base_ref))
+    refused = base_ref_problem(mirror, base_ref)
+    if refused is not None:
+        _move(settings, context.run_id, RunState.ERROR, refused)
+        return
+    _within_memory(settings, context, mirror, base_sha, GitHub(forge, name, base_ref))
 
 
 def _repair_in(
@@ -177,7 +219,7 @@ def _repair_in(
     github: GitHub | None,
 ) -> None:
     contract = contract_from_dict(context.contract)
-    result = fix(worktree, [contract], imports=True)
+    result = fix(worktree, [contract], imports=True, sandbox=sandbox_options(settings))
     violations = result.report.violations
     _move(
         settings,

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import tempfile
+import functools
+import logging
+import os
+import socket
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +27,25 @@ from bot.github.client import GitHubNotConfigured
 from bot.github.mirror import is_github_repository, sync_mirror
 from bot.github.retry import RateLimited
 from bot.runner.report import STATUS_CONTEXT, where_it_ran
-from bot.runner.sandbox import Limits
+from bot.runner.sandbox import sandbox_options
 from bot.runner.verification import VerificationPlan, discard, verify
+from bot.runner.workdirs import leased
 from bot.tasks.base import RepairbotTask
 from bot.tasks.celery_app import app
 from bot.tasks.enqueue import enqueue_after_commit
+from bot.tasks.heartbeat import beating
+from fixers.sandbox import Limits, SandboxUnavailable
 
 LOG_CHARS = 200_000
+logger = logging.getLogger(__name__)
 
 
-def _claim(settings: Settings, verification_id: int, queue: str) -> VerificationPlan | None:
-    """Move a queued verification to running; None when another worker or a cancel got it first."""
+def _claim(
+    settings: Settings, verification_id: int, queue: str, claim: str, worker: str
+) -> VerificationPlan | None:
+    """Move a queued verification to running under ``claim`` (this delivery's task id); None
+    when another worker or a cancel got it first."""
+    now = utcnow()
     with session_scope(settings.resolved_database_url) as session:
         claimed = session.scalar(
             update(Verification)
@@ -40,12 +53,23 @@ def _claim(settings: Settings, verification_id: int, queue: str) -> Verification
                 Verification.id == verification_id,
                 Verification.state == VerificationState.QUEUED.value,
             )
-            .values(state=VerificationState.RUNNING.value, started_at=utcnow(), queue=queue)
+            .values(
+                state=VerificationState.RUNNING.value,
+                started_at=now,
+                heartbeat_at=now,
+                queue=queue,
+                task_id=claim,
+            )
             .returning(Verification.id)
         )
         if claimed is None:
             return None
         verification = session.get_one(Verification, verification_id)
+        # Who runs it, for operators (and for tests that kill exactly that process).
+        verification.options = {
+            **verification.options,
+            "runner": {"host": socket.gethostname(), "pid": os.getpid(), "worker": worker},
+        }
         fix = verification.fix
         for run in fix.runs:
             move_run(
@@ -84,67 +108,89 @@ def _cancelled(settings: Settings, verification_id: int) -> bool:
     return state == VerificationState.CANCELLED.value
 
 
+def _beat(settings: Settings, verification_id: int, claim: str) -> bool:
+    """Refresh the heartbeat while the row is still running under our claim; False when it is
+    not (cancelled, or re-queued because we looked dead and claimed by another worker)."""
+    with session_scope(settings.resolved_database_url) as session:
+        result = session.execute(
+            update(Verification)
+            .where(
+                Verification.id == verification_id,
+                Verification.state == VerificationState.RUNNING.value,
+                Verification.task_id == claim,
+            )
+            .values(heartbeat_at=utcnow())
+        )
+        return bool(getattr(result, "rowcount", 0) == 1)
+
+
 @app.task(name="repairbot.verify", base=RepairbotTask, bind=True)
 def verify_fix(self: RepairbotTask, verification_id: int) -> None:
     """Run verification ``verification_id`` on this worker (safe to deliver twice)."""
     settings = self.settings
     queue = str((self.request.delivery_info or {}).get("routing_key") or "unknown")
-    plan = _claim(settings, verification_id, queue)
+    claim = str(self.request.id or uuid.uuid4())
+    worker = str(self.request.hostname or "")
+    plan = _claim(settings, verification_id, queue, claim, worker)
     if plan is None:
         return
+    with beating(
+        lambda: _beat(settings, verification_id, claim),
+        interval_s=settings.verify_heartbeat_s,
+        name=f"heartbeat-verification-{verification_id}",
+    ) as heartbeat:
+        _run_claimed(settings, verification_id, plan, claim, worker, heartbeat.lost.is_set)
+
+
+def _run_claimed(
+    settings: Settings,
+    verification_id: int,
+    plan: VerificationPlan,
+    claim: str,
+    worker: str,
+    lost: Callable[[], bool],
+) -> None:
+    """Fetch (GitHub), verify in a leased run dir, and record the outcome while it is ours."""
+    finish = functools.partial(_finish, settings, verification_id, claim=claim)
     if is_github_repository(str(plan.repo)):
         try:  # a GPU host has no checkout of its own: fetch the fix branch into a mirror
             mirror = sync_mirror(settings, str(plan.repo), GitHubForge(settings).token())
         except (GitError, GitHubNotConfigured, RateLimited) as exc:
-            _finish(
-                settings,
-                verification_id,
-                state=VerificationState.ERROR,
-                verdict=None,
-                reason=f"cannot fetch {plan.repo}: {exc}",
-                device="unknown",
-                host="",
-                on_requested=False,
-                results={},
-                log="",
-            )
+            finish(state=VerificationState.ERROR, reason=f"cannot fetch {plan.repo}: {exc}")
             return
         plan = dataclasses.replace(plan, repo=mirror)
-    root = settings.runner_dir or Path(tempfile.gettempdir()) / "repairbot-runs"
-    run_dir = root / f"verification-{verification_id}-{int(time.time())}"
+    # Unique per attempt, and leased: a prune at any worker's start removes it only once the
+    # process running it is gone.
+    run_dir = settings.runner_root / f"verification-{verification_id}-{uuid.uuid4().hex[:8]}"
     last_check = [0.0]
 
     def should_cancel() -> bool:
+        if lost():  # re-queued as lost and maybe claimed elsewhere: stop at once
+            return True
         if time.monotonic() - last_check[0] < 1.0:
             return False
         last_check[0] = time.monotonic()
         return _cancelled(settings, verification_id)
 
-    try:
-        outcome = verify(
-            plan,
-            run_dir=run_dir,
-            limits=Limits(timeout_s=settings.verify_timeout_s),
-            reruns=settings.verify_reruns,
-            should_cancel=should_cancel,
-        )
-        log = (run_dir / "verification.log").read_text(encoding="utf-8", errors="replace")
-    except Exception as exc:  # any runner failure ends the verification with its reason
-        _finish(
-            settings,
-            verification_id,
-            state=VerificationState.ERROR,
-            verdict=None,
-            reason=f"runner error: {exc}",
-            device="unknown",
-            host="",
-            on_requested=False,
-            results={},
-            log="",
-        )
-        raise
-    finally:
-        discard(run_dir)
+    with leased(run_dir):
+        try:
+            outcome = verify(
+                plan,
+                run_dir=run_dir,
+                limits=Limits(timeout_s=settings.verify_timeout_s),
+                reruns=settings.verify_reruns,
+                should_cancel=should_cancel,
+                sandbox=sandbox_options(settings),
+            )
+            log = (run_dir / "verification.log").read_text(encoding="utf-8", errors="replace")
+        except SandboxUnavailable as exc:  # refused, not failed: retrying cannot help
+            finish(state=VerificationState.ERROR, reason=str(exc))
+            return
+        except Exception as exc:  # any runner failure ends the verification with its reason
+            finish(state=VerificationState.ERROR, reason=f"runner error: {exc}")
+            raise
+        finally:
+            discard(run_dir)
     if outcome.cancelled:
         state, reason = VerificationState.CANCELLED, "cancelled: the test process group was killed"
     elif outcome.timed_out:
@@ -157,16 +203,14 @@ def verify_fix(self: RepairbotTask, verification_id: int) -> None:
     else:
         state = VerificationState.DONE
         reason = where_it_ran(outcome.device, plan.requested_queue, outcome.on_requested_device)
-    _finish(
-        settings,
-        verification_id,
+    finish(
         state=state,
         verdict=outcome.verdict,
         reason=reason,
         device=outcome.device,
         host=outcome.host,
         on_requested=outcome.on_requested_device,
-        results={**outcome.results(), "head_sha": plan.head_sha, "worker": self.request.hostname},
+        results={**outcome.results(), "head_sha": plan.head_sha, "worker": worker},
         log=log[-LOG_CHARS:],
     )
 
@@ -175,17 +219,23 @@ def _finish(
     settings: Settings,
     verification_id: int,
     *,
+    claim: str,
     state: VerificationState,
-    verdict: str | None,
+    verdict: str | None = None,
     reason: str,
-    device: str,
-    host: str,
-    on_requested: bool,
-    results: dict[str, Any],
-    log: str,
+    device: str = "unknown",
+    host: str = "",
+    on_requested: bool = False,
+    results: dict[str, Any] | None = None,
+    log: str = "",
 ) -> None:
+    results = results or {}
     with session_scope(settings.resolved_database_url) as session:
-        verification = session.get_one(Verification, verification_id)
+        verification = session.get_one(Verification, verification_id, with_for_update=True)
+        if verification.task_id != claim:
+            # We were taken for dead and the verification was queued again: its new run reports.
+            logger.warning("verification %s: no longer ours, result dropped", verification_id)
+            return
         if (
             verification.state == VerificationState.CANCELLED.value
             and state != VerificationState.CANCELLED

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -39,5 +41,40 @@ def test_placeholder_secrets_are_refused_outside_development(environment):
 
 
 def test_real_secrets_are_accepted_in_production():
-    settings = Settings(environment="production", github_webhook_secret="a" * 32, ci_token="b" * 32)
+    settings = Settings(
+        environment="production",
+        github_webhook_secret="a" * 32,
+        ci_token="b" * 32,
+        repository_roots=["/srv/repos"],
+    )
     assert settings.github_webhook_secret.get_secret_value() == "a" * 32
+
+
+@pytest.mark.parametrize("environment", ["test", "production"])
+def test_repository_roots_are_required_outside_development(environment, monkeypatch):
+    secrets = {"github_webhook_secret": "a" * 32, "ci_token": "b" * 32}
+    with pytest.raises(ValidationError, match="set REPAIRBOT_REPOSITORY_ROOTS outside development"):
+        Settings(environment=environment, **secrets)
+    monkeypatch.setenv("REPAIRBOT_REPOSITORY_ROOTS", '["/srv/repos", "/data/targets"]')
+    settings = Settings(environment=environment, **secrets)
+    assert settings.repository_roots == [Path("/srv/repos"), Path("/data/targets")]
+
+
+def test_the_local_forge_defaults_to_the_data_dir_in_development(tmp_path):
+    settings = Settings(data_dir=tmp_path)
+    assert settings.local_repository_roots == [tmp_path]
+    assert settings.worktrees_dir in settings.private_dirs
+    extra = Settings(data_dir=tmp_path, repository_roots=[tmp_path / "repos"])
+    assert extra.local_repository_roots == [tmp_path, tmp_path / "repos"]
+
+
+@pytest.mark.parametrize("field", ["REPAIRBOT_WORKER_QUEUES", "REPAIRBOT_VERIFY_FALLBACK_QUEUES"])
+def test_queue_names_are_checked_at_start(field, monkeypatch):
+    monkeypatch.setenv(field, '["repair", "gpu/../../x"]')
+    with pytest.raises(ValidationError, match=r"queue 'gpu/\.\./\.\./x' must be"):
+        Settings()
+
+
+def test_the_body_deadline_is_a_setting(monkeypatch):
+    monkeypatch.setenv("REPAIRBOT_READ_TIMEOUT_S", "3.5")
+    assert Settings().read_timeout_s == 3.5

@@ -20,6 +20,15 @@ from tests.conftest import CI_TOKEN
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 
 
+def _head_revision() -> str:
+    """The newest Alembic revision (what a migrated database reports)."""
+    from alembic.script import ScriptDirectory
+
+    from bot.db.migrate import alembic_config
+
+    return str(ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head())
+
+
 @pytest.fixture
 def use_settings(settings, monkeypatch):
     """Tasks read the process settings: point them at this test's settings."""
@@ -166,7 +175,7 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
         assert client.get("/api/v1/fixes/999").status_code == 404
         assert client.get("/api/v1/failures").json()[0]["id"] == report_id
         assert client.get("/healthz").json() == {"status": "ok"}
-        assert client.get("/readyz").json()["schema"] == "0001"
+        assert client.get("/readyz").json()["schema"] == _head_revision()
         metrics = client.get("/metrics").text
         assert 'repairbot_runs{state="pr_opened"} 1.0' in metrics
         assert (

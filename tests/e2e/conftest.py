@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -85,7 +86,9 @@ class Service:
 
 
 @pytest.fixture
-def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
+def make_service(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., Service]]:
     """Build a Service with extra ``REPAIRBOT_*`` settings; every process is stopped afterwards."""
     made: list[Service] = []
 
@@ -102,6 +105,8 @@ def make_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
                 "REPAIRBOT_CI_TOKEN": CI_TOKEN,
                 "REPAIRBOT_RECONCILE_INTERVAL_S": "0.5",
                 "REPAIRBOT_STALE_AFTER_S": "3",
+                # Required outside development; targets are built in pytest's temp folders.
+                "REPAIRBOT_REPOSITORY_ROOTS": json.dumps([str(tmp_path_factory.getbasetemp())]),
             }
         )
         env.update({f"REPAIRBOT_{key.upper()}": value for key, value in settings.items()})

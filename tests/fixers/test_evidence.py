@@ -1,11 +1,15 @@
-"""Safety evidence: parse check, scope check, import check in a real subprocess."""
+"""Safety evidence: parse check, scope check, import check in the real sandbox."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from fixers.evidence import changed_old_lines, check_imports, parse_problem, scope_problem
 from fixers.outcome import FileChange
+from fixers.sandbox import SandboxOptions
 
 BEFORE = "import os\n\n\nclass A:\n    x = 1\n\n\nclass B:\n    y = 2\n"
 
@@ -31,18 +35,59 @@ def _change(tmp_path: Path, rel: str, module: str, after: str) -> FileChange:
     return FileChange(rel, module, path.read_text(), after, ["x"], ["A"])
 
 
+def _package(tmp_path: Path) -> Path:
+    # A checkout as git makes it (mode 0755): pytest's own tmp_path is 0700, which the
+    # unprivileged sandbox user could not read.
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    return repo
+
+
 def test_imports_use_the_new_source_and_classify_failures(tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    repo = _package(tmp_path)
     changes = [
-        _change(tmp_path, "pkg/good.py", "pkg.good", "from pkg import sibling\nVALUE = 1\n"),
-        _change(tmp_path, "pkg/sibling.py", "pkg.sibling", "X = 2\n"),
-        _change(tmp_path, "pkg/bad.py", "pkg.bad", "class A:\n    pass\nA.missing\n"),
-        _change(tmp_path, "pkg/dep.py", "pkg.dep", "import not_installed_anywhere_xyz\n"),
+        _change(repo, "pkg/good.py", "pkg.good", "from pkg import sibling\nVALUE = 1\n"),
+        _change(repo, "pkg/sibling.py", "pkg.sibling", "X = 2\n"),
+        _change(repo, "pkg/bad.py", "pkg.bad", "class A:\n    pass\nA.missing\n"),
+        _change(repo, "pkg/dep.py", "pkg.dep", "import not_installed_anywhere_xyz\n"),
+        _change(repo, "pkg/noisy.py", "pkg.noisy", "print('{not json')\n"),
     ]
-    results = check_imports(tmp_path, changes)
+    results = check_imports(repo, changes)
     assert results["pkg/good.py"] == ("ok", "")
     assert results["pkg/sibling.py"] == ("ok", "")
     assert results["pkg/bad.py"][0] == "failed" and "AttributeError" in results["pkg/bad.py"][1]
     assert results["pkg/dep.py"][0] == "unverified"
+    assert results["pkg/noisy.py"] == ("ok", "")  # printing at import garbles nothing
     assert not list(tmp_path.rglob("__pycache__"))
+
+
+def _without_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A host without bubblewrap: a PATH with git but not bwrap."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    (bin_dir / "git").symlink_to(git.stdout.strip())
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_without_a_sandbox_imports_are_unverified_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _package(tmp_path)
+    marker = tmp_path / "imported"
+    change = _change(repo, "pkg/mod.py", "pkg.mod", f"open({str(marker)!r}, 'w')\n")
+    _without_bwrap(monkeypatch, tmp_path)
+    status, detail = check_imports(repo, [change])["pkg/mod.py"]
+    assert status == "unverified" and "bwrap is not installed" in detail
+    assert not marker.exists()  # the module's code did not run
+
+
+def test_development_may_import_unsandboxed_and_the_evidence_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _package(tmp_path)
+    change = _change(repo, "pkg/mod.py", "pkg.mod", "VALUE = 1\n")
+    _without_bwrap(monkeypatch, tmp_path)
+    sandbox = SandboxOptions(allow_unsandboxed=True)
+    assert check_imports(repo, [change], sandbox=sandbox)["pkg/mod.py"] == ("ok", "NOT SANDBOXED")

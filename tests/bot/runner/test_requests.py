@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 
-from bot.db.models import Fix, Verification
+from bot.db.models import Fix, Verification, utcnow
 from bot.db.session import session_scope
-from bot.runner.requests import fall_back, fallback_chain, request_verification
+from bot.runner.requests import fall_back, fallback_chain, request_verification, rescue_stalled
 
 CHAIN = ["gpu.any", "cpu"]
 
@@ -79,3 +80,52 @@ def test_a_cpu_request_never_moves_to_a_gpu_queue(settings):
     with session_scope(settings.resolved_database_url) as session:
         sent = session.scalars(select(Verification)).one().options["sent_at"]
     assert _step(settings, sent + 60) == ["cpu"]
+
+
+def _running(settings, *, started_ago_s: float, heartbeat_ago_s: float | None) -> int:
+    verification_id = _queued(settings, [])
+    now = utcnow()
+    with session_scope(settings.resolved_database_url) as session:
+        row = session.get_one(Verification, verification_id)
+        row.state, row.task_id = "running", "claim-of-a-worker"
+        row.started_at = now - timedelta(seconds=started_ago_s)
+        row.heartbeat_at = (
+            None if heartbeat_ago_s is None else now - timedelta(seconds=heartbeat_ago_s)
+        )
+    return verification_id
+
+
+def _rescue(settings) -> list[int]:
+    with session_scope(settings.resolved_database_url) as session:
+        return [v.id for v in rescue_stalled(session, lost_after_s=30, max_attempts=3)]
+
+
+def test_a_running_verification_is_lost_when_its_heartbeat_stops_not_when_it_is_long(settings):
+    alive = _running(settings, started_ago_s=7200, heartbeat_ago_s=2)  # long, but beating
+    silent = _running(settings, started_ago_s=40, heartbeat_ago_s=35)  # its worker died
+    legacy = _running(settings, started_ago_s=40, heartbeat_ago_s=None)  # from before heartbeats
+    assert sorted(_rescue(settings)) == [silent, legacy]
+    with session_scope(settings.resolved_database_url) as session:
+        kept, requeued = session.get_one(Verification, alive), session.get_one(Verification, silent)
+        assert (kept.state, kept.task_id) == ("running", "claim-of-a-worker")
+        assert requeued.state == "queued" and requeued.task_id is None  # the old claim is void
+        assert requeued.options["attempts"] == 2 and requeued.options["queues_tried"] == [
+            "cpu",
+            "cpu",
+        ]
+        assert "no heartbeat for 30 s" in requeued.reason and "attempt 2 of 3" in requeued.reason
+
+
+def test_a_verification_lost_on_every_attempt_ends_with_the_reason(settings):
+    verification_id = _running(settings, started_ago_s=100, heartbeat_ago_s=90)
+    for attempt in (2, 3):
+        assert _rescue(settings) == [verification_id]
+        with session_scope(settings.resolved_database_url) as session:
+            row = session.get_one(Verification, verification_id)
+            assert row.state == "queued" and row.options["attempts"] == attempt
+            row.state, row.heartbeat_at = "running", utcnow() - timedelta(seconds=90)
+    assert _rescue(settings) == [verification_id]
+    with session_scope(settings.resolved_database_url) as session:
+        row = session.get_one(Verification, verification_id)
+        assert row.state == "error" and row.finished_at is not None
+        assert "no result after 3 attempts: the worker was lost each time" in row.reason

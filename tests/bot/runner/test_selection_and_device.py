@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.runner.device import matches_gpu_type, on_requested_device
-from bot.runner.sandbox import Limits, clean_environment, run_isolated
 from bot.runner.selection import extra_command, find_importing_tests, import_graph, select_tests
+from fixers.sandbox import Limits, clean_environment, run_isolated
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.runner.sandbox import Limits
 from bot.runner.verification import VerificationPlan, verify
+from fixers.sandbox import Limits
 from tests.bot.runner.conftest import OPS_BREAKS_SUB, OPS_FIXED, OPS_NOT_FIXED
 
 FAILED = ["tests/test_ops.py::test_add"]

@@ -1,0 +1,70 @@
+"""The embedded default's verification process: a solo Celery worker for the verification queues.
+
+Started (and restarted) by ``repairbot serve`` (``bot.tasks.embedded.VerificationWorker``) as
+``python -m bot.tasks.verify_worker --queues cpu,gpu.any --parent PID``. It prunes what a killed
+predecessor left, then consumes; it exits when its parent is gone, so an API killed with
+SIGKILL leaves no verification process behind (the sandbox then ends the tests it ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Sequence
+
+PARENT_POLL_S = 1.0
+
+
+def watch_parent(parent_pid: int, *, poll_s: float = PARENT_POLL_S) -> threading.Thread:
+    """Exit this process at once when ``parent_pid`` is no longer its parent (it died)."""
+
+    def loop() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)  # no cleanup to wait for: leases and heartbeats end with the process
+
+    thread = threading.Thread(target=loop, name="repairbot-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``--queues a,b`` and ``--parent PID``."""
+    parser = argparse.ArgumentParser(prog="python -m bot.tasks.verify_worker")
+    parser.add_argument("--queues", required=True, help="comma-separated queues")
+    parser.add_argument("--parent", type=int, required=True, help="exit when this process dies")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Prune stale run dirs, then consume verifications until shut down; returns the exit code."""
+    args = parse_args(argv)
+    watch_parent(args.parent)
+
+    from bot.config import get_settings
+    from bot.tasks.celery_app import app as celery_app
+    from bot.tasks.celery_app import configure_celery
+    from bot.tasks.cleanup import prune_stale_work
+
+    settings = get_settings()
+    prune_stale_work(settings)
+    configure_celery(settings)
+    worker = celery_app.Worker(
+        pool="solo",
+        queues=[queue for queue in args.queues.split(",") if queue],
+        hostname="verify@%h",
+        loglevel="WARNING",
+        redirect_stdouts=False,
+        quiet=True,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+    )
+    worker.start()
+    return int(worker.exitcode or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,287 @@
+"""The launcher with real bubblewrap: what the sandbox sees, its limits, refusals, safe outputs."""
+
+from __future__ import annotations
+
+import os
+import resource
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixers.sandbox import (
+    Limits,
+    SandboxOptions,
+    SandboxUnavailable,
+    open_output,
+    read_output,
+    run_isolated,
+)
+from fixers.sandbox.limits import rlimit_table
+from fixers.sandbox.view import TMPFS_BYTES, View, blocked_ancestor, inner_argv, outermost
+
+
+def _run(tmp_path: Path, code: str, **kwargs: object) -> tuple[int | None, str, str]:
+    """Run ``code`` in the sandbox: (exit code, its output without the command line, isolation)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    log = run_dir / "log"
+    command = [sys.executable, "-c", code]
+    result = run_isolated(
+        command,
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=log,
+        limits=kwargs.pop("limits", Limits(timeout_s=120)),  # type: ignore[arg-type]
+        **kwargs,  # type: ignore[arg-type]
+    )
+    echo = f"$ {' '.join(command)}\n"
+    return result.returncode, log.read_text().removeprefix(echo), result.isolation
+
+
+def test_the_interpreter_and_its_site_packages_resolve_inside(tmp_path: Path) -> None:
+    code = (
+        "import sys, pytest, runtime\n"
+        "print('PREFIX', sys.prefix, sys.base_prefix)\n"
+        "print('RUNTIME', runtime.__file__)\n"
+    )
+    returncode, log, isolation = _run(tmp_path, code)
+    assert returncode == 0, log
+    assert f"PREFIX {sys.prefix} {sys.base_prefix}" in log  # pyenv's, under /root here
+    assert "bubblewrap" in isolation
+
+
+def test_only_the_listed_paths_are_visible(tmp_path: Path) -> None:
+    code = (
+        "import os\n"
+        "print('ROOT', sorted(os.listdir('/')))\n"
+        "print('ETC', sorted(os.listdir('/etc')))\n"
+        "print('PIDS', len([p for p in os.listdir('/proc') if p.isdigit()]))\n"
+        "print('HOME', os.path.exists('/home'), os.path.exists('/root/.bashrc'))\n"
+    )
+    returncode, log, _ = _run(tmp_path, code)
+    assert returncode == 0, log
+    top = eval(log.split("ROOT ", 1)[1].splitlines()[0])
+    assert set(top) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root"} | {
+        "sbin",
+        "sys",
+        "tmp",
+        "usr",
+        "work",  # this checkout's venv and editable packages
+    }
+    etc = eval(log.split("ETC ", 1)[1].splitlines()[0])
+    assert "passwd" not in etc and "shadow" not in etc and "environment" not in etc
+    assert int(log.split("PIDS ", 1)[1].split()[0]) < 5  # its own pid namespace
+    assert "HOME False False" in log
+
+
+def test_the_process_limit_counts_the_sandbox_user_not_the_service(tmp_path: Path) -> None:
+    """RLIMIT_NPROC counts per real user: as root it would never apply, as the service's own
+    user it would count the service's processes too. The sandbox user has only its own."""
+    code = (
+        "import os, time\n"
+        "kids = []\n"
+        "try:\n"
+        "    for _ in range(200):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            time.sleep(2); os._exit(0)\n"
+        "        kids.append(pid)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print('FORKED', len(kids))\n"
+        "for pid in kids: os.waitpid(pid, 0)\n"
+    )
+    own = subprocess.run(["ps", "-e", "-o", "user="], capture_output=True, text=True, check=True)
+    service_user_processes = own.stdout.split().count("root")
+    returncode, log, _ = _run(tmp_path, code, limits=Limits(timeout_s=120, max_processes=64))
+    assert returncode == 0, log
+    forked = int(log.split("FORKED ", 1)[1].split()[0])
+    assert 40 <= forked < 64
+    if os.geteuid() == 0:
+        assert service_user_processes > 64  # so root's own processes did not count
+
+
+def test_memory_limit_refuses_a_huge_allocation(tmp_path: Path) -> None:
+    code = (
+        "import mmap\n"
+        "try:\n"
+        "    mmap.mmap(-1, 20 << 30)\n"
+        "    print('ALLOCATED')\n"
+        "except OSError as exc:\n"
+        "    print('REFUSED', exc)\n"
+    )
+    returncode, log, _ = _run(tmp_path, code)  # the default limits
+    assert returncode == 0, log
+    assert "REFUSED" in log and "ALLOCATED" not in log
+
+
+def test_the_log_cannot_be_swapped_for_a_link_to_a_host_file(tmp_path: Path) -> None:
+    """The service reads the log back (into the database): a link would exfiltrate a file."""
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret\n")
+    code = (
+        "import os, sys\n"
+        "print('OUTPUT'); sys.stdout.flush()\n"
+        "for attempt in (lambda: os.unlink('log'), lambda: os.rename('log', 'x')):\n"
+        "    try:\n"
+        "        attempt(); print('MOVED')\n"
+        "    except OSError as exc:\n"
+        "        print('REFUSED', exc.errno)\n"
+        f"try:\n    os.symlink({str(secret)!r}, 'log')\nexcept OSError:\n    pass\n"
+    )
+    returncode, log, _ = _run(tmp_path, code)
+    assert returncode == 0
+    assert not (tmp_path / "run" / "log").is_symlink()
+    assert log == "OUTPUT\nREFUSED 16\nREFUSED 16\n"  # EBUSY: the log is a mount point there
+
+
+def test_outputs_are_read_only_when_they_are_regular_files(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("secret")
+    (tmp_path / "link").symlink_to(secret)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "ok").write_text("cpu")
+    assert read_output(tmp_path / "link") is None
+    assert read_output(tmp_path / "fifo") is None  # and it did not block
+    assert read_output(tmp_path / "missing") is None
+    assert read_output(tmp_path / "ok") == "cpu"
+    with pytest.raises(OSError):
+        open_output(tmp_path / "link")
+
+
+def _without_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A host without bubblewrap: a PATH that has everything but it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("git", "true", "sh"):
+        found = subprocess.run(["which", tool], capture_output=True, text=True, check=False)
+        if found.returncode == 0:
+            (bin_dir / tool).symlink_to(found.stdout.strip())
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_without_bwrap_target_code_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without_bwrap(monkeypatch, tmp_path)
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match="bwrap is not installed"):
+        _run(tmp_path, f"open({str(marker)!r}, 'w')")
+    assert not marker.exists()
+
+
+def test_without_bwrap_development_may_run_it_and_it_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without_bwrap(monkeypatch, tmp_path)
+    options = SandboxOptions(allow_unsandboxed=True)
+    returncode, log, isolation = _run(tmp_path, "print('RAN')", options=options)
+    assert returncode == 0 and "RAN" in log
+    assert isolation.startswith("NOT SANDBOXED (bwrap is not installed")
+
+
+def test_root_can_hide_folders_a_user_cannot_search() -> None:
+    def fake(path: Path) -> os.stat_result:
+        mode = stat.S_IFDIR | (0o700 if path == Path("/root") else 0o755)
+        return os.stat_result((mode, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    assert blocked_ancestor(Path("/root/.pyenv/versions/3.11"), 65534, 65534, fake) == Path("/root")
+    assert blocked_ancestor(Path("/usr/lib/python3"), 65534, 65534, fake) is None
+    assert blocked_ancestor(Path("/root/x"), 0, 0, fake) is None  # the owner may search it
+
+
+def test_outermost_drops_paths_inside_others() -> None:
+    paths = [Path("/a/b"), Path("/a"), Path("/c"), Path("/a/b/c"), Path("/c")]
+    assert outermost(paths) == [Path("/a"), Path("/c")]
+
+
+def test_a_hidden_folder_masks_its_visible_parent_and_a_run_dir_inside_it_stays() -> None:
+    view = View(
+        cwd=Path("/repo"),
+        writable=(Path("/repo/.data/run"),),
+        readonly=(Path("/repo"),),
+        hidden=(Path("/repo/.data"), Path("/elsewhere")),
+    )
+    argv = inner_argv("bwrap", ["true"], view)
+    repo = argv.index("/repo")  # --ro-bind /repo /repo
+    mask = argv.index("/repo/.data")  # --tmpfs /repo/.data
+    run = argv.index("/repo/.data/run")  # --bind run run
+    assert repo < mask < run and argv[mask - 1] == "--tmpfs" and argv[run - 1] == "--bind"
+    assert "/elsewhere" not in argv  # not under anything visible: nothing to mask
+    assert "--share-net" not in argv and "--unshare-all" in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+
+
+def test_private_tmpfs_are_sized_and_a_masked_folder_is_empty_and_read_only(
+    tmp_path: Path,
+) -> None:
+    """tmpfs is RAM that no rlimit counts; a mask must hide the folder and hold nothing new."""
+    repo = tmp_path / "repo"
+    (repo / ".data").mkdir(parents=True)
+    (repo / ".data" / "repairbot.db").write_text("rows")
+    code = (
+        "import os\n"
+        "for mount in ('/tmp', '/dev/shm'):\n"
+        "    fs = os.statvfs(mount)\n"
+        "    print('SIZE', mount, fs.f_blocks * fs.f_frsize)\n"
+        f"print('MASKED', os.listdir({str(repo / '.data')!r}))\n"
+        "try:\n"
+        f"    open({str(repo / '.data' / 'new')!r}, 'w')\n"
+        "    print('MASK WRITABLE')\n"
+        "except OSError as exc:\n"
+        "    print('MASK', exc.errno)\n"
+    )
+    options = SandboxOptions(readonly=(repo,), hidden=(repo / ".data",))
+    returncode, log, _ = _run(tmp_path, code, options=options)
+    assert returncode == 0, log
+    sizes = [int(line.split()[2]) for line in log.splitlines() if line.startswith("SIZE")]
+    assert len(sizes) == 2 and all(0 < size <= TMPFS_BYTES for size in sizes)
+    assert "MASKED []" in log and "MASK 30" in log  # EROFS
+
+
+def test_every_limit_is_set_inside_and_a_spinning_process_is_stopped(tmp_path: Path) -> None:
+    limits = Limits(timeout_s=120, max_cpu_s=2, max_processes=100, max_memory_bytes=3 << 30)
+    code = (
+        "import resource\n"
+        "for name in ('RLIMIT_AS', 'RLIMIT_NPROC', 'RLIMIT_CPU', 'RLIMIT_FSIZE', 'RLIMIT_CORE'):\n"
+        "    print(name, resource.getrlimit(getattr(resource, name)))\n"
+        "while True:\n"
+        "    pass\n"
+    )
+    returncode, log, _ = _run(tmp_path, code, limits=limits)
+    assert returncode not in (0, None)  # SIGXCPU, long before the wall-clock timeout
+    assert "RLIMIT_AS (3221225472, 3221225472)" in log
+    assert "RLIMIT_NPROC (100, 100)" in log and "RLIMIT_CPU (2, 2)" in log
+    assert f"RLIMIT_FSIZE ({limits.max_file_bytes}, {limits.max_file_bytes})" in log
+    assert "RLIMIT_CORE (0, 0)" in log
+
+
+def test_with_gpu_devices_memory_is_capped_as_data_not_address_space() -> None:
+    cpu = dict(rlimit_table(Limits(), gpu=False))
+    gpu = dict(rlimit_table(Limits(), gpu=True))
+    assert resource.RLIMIT_AS in cpu and resource.RLIMIT_DATA not in cpu
+    assert resource.RLIMIT_DATA in gpu and resource.RLIMIT_AS not in gpu
+
+
+def test_a_run_dir_inside_a_masked_folder_under_a_visible_one_still_works(tmp_path: Path) -> None:
+    """The data dir inside the checkout, the run dir inside the data dir: both rules hold."""
+    repo = tmp_path / "repo"
+    data = repo / ".data"
+    run_dir = data / "runs" / "one"
+    run_dir.mkdir(parents=True)
+    (data / "repairbot.db").write_text("rows")
+    log = run_dir / "log"
+    code = f"import os; print(sorted(os.listdir({str(data)!r}))); open('out', 'w').write('x')"
+    result = run_isolated(
+        [sys.executable, "-c", code],
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=log,
+        limits=Limits(timeout_s=120),
+        options=SandboxOptions(readonly=(repo,), hidden=(data,)),
+    )
+    assert result.returncode == 0, log.read_text()
+    assert "['runs']" in log.read_text() and (run_dir / "out").read_text() == "x"
