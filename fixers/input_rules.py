@@ -9,7 +9,11 @@ queues) can check again without re-stating the rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Annotated
 from urllib.parse import urlsplit
+
+from pydantic import AfterValidator
 
 # Columns holding these numbers are SQL INTEGER (32-bit on PostgreSQL): a larger value would
 # reach the database driver and fail there as a 500 instead of being refused here.
@@ -66,3 +70,17 @@ def refuse(problem: str | None) -> None:
     """Raise ``ValueError(problem)`` when there is one (for pydantic validators)."""
     if problem is not None:
         raise ValueError(problem)
+
+
+def _checked(problem_of: Callable[[str], str | None]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        refuse(problem_of(value))
+        return value
+
+    return check
+
+
+# Field types for the intake models: a link shown on the dashboard and in PR bodies
+# (``javascript:`` and friends never are), and a ref that reaches git as a plain name.
+HttpLink = Annotated[str, AfterValidator(_checked(http_url_problem))]
+GitRefName = Annotated[str, AfterValidator(_checked(ref_problem))]

@@ -11,7 +11,7 @@ from uuid import uuid4
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from bot.api.body import read_capped_body
 from bot.config import Settings
@@ -21,7 +21,7 @@ from bot.db.session import session_scope
 from bot.deps import get_app_settings
 from bot.github.signature import is_valid
 from bot.tasks.enqueue import enqueue_after_commit
-from fixers.input_rules import MAX_SQL_INT, http_url_problem, ref_problem, refuse
+from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 router = APIRouter()
@@ -33,27 +33,13 @@ class ReportMetadata(BaseModel):
     format: Format | None = None
     pipeline: str | None = Field(default=None, max_length=200)
     build_number: int | None = Field(default=None, ge=0, le=MAX_SQL_INT)
-    build_url: str | None = Field(default=None, max_length=2000)
+    build_url: HttpLink | None = Field(default=None, max_length=2000)
     repository: str | None = Field(default=None, max_length=2000)
     pr_number: int | None = Field(default=None, ge=1, le=MAX_SQL_INT)
     head_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
-    base_ref: str | None = Field(default=None, max_length=200)
+    base_ref: GitRefName | None = Field(default=None, max_length=200)
     base_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
     stage: str | None = Field(default=None, max_length=200)
-
-    @field_validator("build_url")
-    @classmethod
-    def _http_link(cls, value: str | None) -> str | None:
-        if value is not None:
-            refuse(http_url_problem(value))
-        return value
-
-    @field_validator("base_ref")
-    @classmethod
-    def _plain_ref(cls, value: str | None) -> str | None:
-        if value is not None:
-            refuse(ref_problem(value))
-        return value
 
 
 # What CI tools send a report as. ``application/x-www-form-urlencoded`` is curl's default for

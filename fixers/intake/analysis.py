@@ -8,16 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fixers.failures import Failure
-from fixers.input_rules import (
-    MAX_SQL_INT,
-    SAFE_NAME,
-    http_url_problem,
-    ref_problem,
-    refuse,
-)
+from fixers.input_rules import MAX_SQL_INT, SAFE_NAME, GitRefName, HttpLink
 from fixers.intake.errors import IntakeError, describe_validation_error
 from fixers.stages import gpu_type_of
 
@@ -60,31 +54,18 @@ class FailureAnalysis(BaseModel):
 
     pipeline: str = Field(min_length=1, description="Pipeline name, e.g. L0_MergeRequest_PR")
     build_number: int = Field(ge=0, le=MAX_SQL_INT)
-    build_url: str | None = Field(default=None, description="http(s) link to the CI build")
+    build_url: HttpLink | None = Field(default=None, description="http(s) link to the CI build")
     repository: str | None = Field(default=None, description="owner/name, a path or a file:// URL")
     pr_number: int | None = Field(default=None, ge=1, le=MAX_SQL_INT)
     head_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
-    base_ref: str | None = Field(default=None, description="Branch the PR targets, e.g. main")
+    base_ref: GitRefName | None = Field(
+        default=None, description="Branch the PR targets, e.g. main"
+    )
     base_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
     stages: list[StageResult] = Field(default_factory=list)
     failures: list[FailedTest] = Field(default_factory=list)
     analysis_text: str = ""
     log_excerpt: str = ""
-
-    @field_validator("build_url")
-    @classmethod
-    def _http_link(cls, value: str | None) -> str | None:
-        # Shown as a link on the dashboard and in PR bodies: javascript: and friends never are.
-        if value is not None:
-            refuse(http_url_problem(value))
-        return value
-
-    @field_validator("base_ref")
-    @classmethod
-    def _plain_ref(cls, value: str | None) -> str | None:
-        if value is not None:
-            refuse(ref_problem(value))
-        return value
 
 
 def parse_analysis(document: Any) -> FailureAnalysis:
