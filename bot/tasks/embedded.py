@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.config import Settings
 from bot.tasks.celery_app import app as celery_app
@@ -61,10 +62,10 @@ def split_queues(settings: Settings) -> tuple[list[str], list[str]]:
     return [q for q in settings.worker_queues if q not in verifying], verifying
 
 
-def start_embedded_worker(settings: Settings, queues: Sequence[str]) -> threading.Thread:
-    """A Celery worker consuming ``queues`` in a daemon thread of this process."""
-    configure_celery(settings)
-    worker = celery_app.Worker(
+def quiet_solo_worker(queues: Sequence[str], **options: Any) -> Any:
+    """A single-task Celery worker for ``queues`` that stays out of the process's output and
+    needs no broker chatter (the embedded default's two workers)."""
+    return celery_app.Worker(
         pool="solo",
         queues=list(queues),
         loglevel="WARNING",
@@ -73,7 +74,14 @@ def start_embedded_worker(settings: Settings, queues: Sequence[str]) -> threadin
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
+        **options,
     )
+
+
+def start_embedded_worker(settings: Settings, queues: Sequence[str]) -> threading.Thread:
+    """A Celery worker consuming ``queues`` in a daemon thread of this process."""
+    configure_celery(settings)
+    worker = quiet_solo_worker(queues)
     thread = threading.Thread(target=worker.start, name="repairbot-worker", daemon=True)
     thread.start()
     return thread

@@ -44,24 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch_parent(args.parent)
 
     from bot.config import get_settings
-    from bot.tasks.celery_app import app as celery_app
     from bot.tasks.celery_app import configure_celery
     from bot.tasks.cleanup import prune_stale_work
+    from bot.tasks.embedded import quiet_solo_worker
 
     settings = get_settings()
     prune_stale_work(settings)
     configure_celery(settings)
-    worker = celery_app.Worker(
-        pool="solo",
-        queues=[queue for queue in args.queues.split(",") if queue],
-        hostname="verify@%h",
-        loglevel="WARNING",
-        redirect_stdouts=False,
-        quiet=True,
-        without_heartbeat=True,
-        without_mingle=True,
-        without_gossip=True,
-    )
+    queues = [queue for queue in args.queues.split(",") if queue]
+    worker = quiet_solo_worker(queues, hostname="verify@%h")
     worker.start()
     return int(worker.exitcode or 0)
 
