@@ -22,6 +22,7 @@ from bot.db.session import session_scope
 from bot.demo import build_target
 from bot.forge.git import commit_all
 from bot.main import create_app
+from bot.tasks.lost_runs import attempt_alive
 from bot.tasks.reconcile import reconcile_once
 from tests.conftest import CI_TOKEN, SECRET
 
@@ -241,7 +242,11 @@ def _kill_while_paused(settings, run_id: int, pause: Path, attempt: int) -> None
     while True:
         run = _run(settings, run_id)
         paused = run.state == RunState.PATCHED.value and not run.reason.startswith("re-sent")
-        if run.attempts == attempt and paused:
+        # The state may still be the killed attempt's: wait until this attempt holds its own
+        # worktree lease (one lease per attempt), or the kill could land before it took one.
+        leases = sorted(settings.worktrees_dir.glob(f"run-{run_id}-*.lease"))
+        own = len(leases) == attempt and attempt_alive(settings.worktrees_dir, run_id)
+        if run.attempts == attempt and paused and own:
             break
         assert worker.poll() is None and time.monotonic() < deadline, "the repair did not pause"
         time.sleep(0.1)
