@@ -8,6 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 PREPARE_CALLS = frozenset({"prepare_for_spec_dec", "_prepare_attn_metadata_for_spec_dec"})
+MAX_DEPTH = 8  # calls followed into helpers, and super() steps of a prepare helper
 RESTORE_CALLS = frozenset({"restore_from_spec_dec", "_restore_attn_metadata_from_spec_dec"})
 
 
@@ -198,3 +199,36 @@ def lazy_fields(test: ast.expr, frame: Frame) -> frozenset[tuple[str, str]]:
         return frozenset({frame.saved[subject.id]})
     found = field_of(subject, frame)
     return frozenset({found[:2]}) if found else frozenset()
+
+
+@dataclass(frozen=True)
+class Mro:
+    """A class's repository MRO (the class first, the base last when it is in the repository)."""
+
+    classes: tuple[ClassSource, ...]
+
+    def resolve(self, name: str, start: int) -> tuple[MethodSource, int] | None:
+        """The first definition of ``name`` from position ``start``, with its position."""
+        for at in range(start, len(self.classes)):
+            found = self.classes[at].method(name)
+            if found is not None:
+                return found, at
+        return None
+
+    @staticmethod
+    def bind(callee: MethodSource, call: ast.Call, frame: Frame) -> dict[str, str]:
+        """The callee's parameters that receive metadata objects, by position or keyword."""
+        args = callee.func.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        if not callee.is_static:
+            positional = positional[1:]
+        names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        binding: dict[str, str] = {}
+        for name, arg in zip(positional, call.args, strict=False):
+            if isinstance(arg, ast.Name) and arg.id in frame.binding:
+                binding[name] = frame.binding[arg.id]
+        for keyword in call.keywords:
+            value = keyword.value
+            if keyword.arg in names and isinstance(value, ast.Name) and value.id in frame.binding:
+                binding[keyword.arg] = frame.binding[value.id]
+        return binding

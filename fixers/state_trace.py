@@ -26,11 +26,13 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from fixers.state_ast import (
+    MAX_DEPTH,
     PREPARE_CALLS,
     RESTORE_CALLS,
     ClassSource,
     Frame,
     MethodSource,
+    Mro,
     calls_in,
     constant_fields,
     field_of,
@@ -39,13 +41,12 @@ from fixers.state_ast import (
     lazy_fields,
     saved_value,
     self_call,
-    unslice_clone,
 )
+from fixers.state_bracket import BracketReader
 
 __all__ = ["ClassSource", "Event", "MethodSource", "Tracer", "find_class"]
 
 EventKind = Literal["save", "restore", "mutate", "open", "close", "call"]
-MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Tracer:
     """Builds the event list of one entry method over a repository MRO."""
 
     def __init__(self, mro: list[ClassSource], params: tuple[str, ...]) -> None:
-        self.mro = mro
+        self.mro = Mro(tuple(mro))
         self.params = params
         self.events: list[Event] = []
         self._active: set[tuple[str, str]] = set()
@@ -98,35 +99,10 @@ class Tracer:
         where = self._saved_on_self if holder.startswith("self.") else frame.saved
         where[holder] = (param, attr)
 
-    # ---- resolution -----------------------------------------------------------------------
-    def resolve(self, name: str, start: int) -> tuple[MethodSource, int] | None:
-        """The first definition of ``name`` in the MRO from position ``start``."""
-        for at in range(start, len(self.mro)):
-            found = self.mro[at].method(name)
-            if found is not None:
-                return found, at
-        return None
-
-    def _bind(self, callee: MethodSource, call: ast.Call, frame: Frame) -> dict[str, str]:
-        args = callee.func.args
-        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
-        if not callee.is_static:
-            positional = positional[1:]
-        names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-        binding: dict[str, str] = {}
-        for name, arg in zip(positional, call.args, strict=False):
-            if isinstance(arg, ast.Name) and arg.id in frame.binding:
-                binding[name] = frame.binding[arg.id]
-        for keyword in call.keywords:
-            value = keyword.value
-            if keyword.arg in names and isinstance(value, ast.Name) and value.id in frame.binding:
-                binding[keyword.arg] = frame.binding[value.id]
-        return binding
-
     # ---- entry ----------------------------------------------------------------------------
     def trace(self, method: str) -> list[Event]:
         """Events of one call of ``method`` on the first MRO class, in execution order."""
-        found = self.resolve(method, 0)
+        found = self.mro.resolve(method, 0)
         if found is None:
             return []
         source, at = found
@@ -254,12 +230,12 @@ class Tracer:
 
     def _method_call(self, call: ast.Call, target: tuple[str, bool], frame: Frame) -> None:
         name, via_super = target
-        found = self.resolve(name, frame.mro_at + 1 if via_super else 0)
+        found = self.mro.resolve(name, frame.mro_at + 1 if via_super else 0)
         if name in PREPARE_CALLS:
             fields = None
             if found is not None:
-                fields = BracketReader(self).fields(
-                    found[0], found[1], self._bind(found[0], call, frame)
+                fields = BracketReader(self.mro).fields(
+                    found[0], found[1], self.mro.bind(found[0], call, frame)
                 )
             self._emit(frame, call, "open", fields=fields)
             return
@@ -272,7 +248,7 @@ class Tracer:
         key = (callee.cls, callee.func.name)
         if key in self._active or len(frame.chain) >= MAX_DEPTH:
             return
-        binding = self._bind(callee, call, frame)
+        binding = self.mro.bind(callee, call, frame)
         if not binding:
             return
         inner = Frame(
@@ -399,48 +375,3 @@ def _both(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] 
     if b is None:
         return a
     return a & b
-
-
-class BracketReader:
-    """What a prepare helper saves: ``prepare_for_spec_dec`` fields and clones it keeps on self."""
-
-    def __init__(self, tracer: Tracer) -> None:
-        self.tracer = tracer
-
-    def fields(
-        self, source: MethodSource, at: int, binding: dict[str, str], depth: int = 0
-    ) -> frozenset[str] | None:
-        """The fields saved by ``source`` (and the ``super()`` helpers it calls)."""
-        if depth > MAX_DEPTH:
-            return None
-        frame = Frame(source, at, binding)
-        found: set[str] = set()
-        for node in ast.walk(source.func):
-            if isinstance(node, ast.Call):
-                target = self_call(node)
-                func = node.func
-                if target is not None and target[0] in PREPARE_CALLS:
-                    parent = self.tracer.resolve(target[0], at + 1)
-                    if parent is None:
-                        continue  # the base's own prepare is not in the repository
-                    inner = self.fields(
-                        parent[0], parent[1], self.tracer._bind(parent[0], node, frame), depth + 1
-                    )
-                    if inner is None:
-                        return None
-                    found |= inner
-                elif (
-                    isinstance(func, ast.Attribute)
-                    and func.attr in PREPARE_CALLS
-                    and isinstance(func.value, ast.Name)
-                    and func.value.id in binding
-                ):
-                    names = constant_fields(node)
-                    if names is None:
-                        return None
-                    found |= names
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-                saved = saved_value(unslice_clone(node.value), frame)
-                if saved is not None and holder_of(node.targets[0]) is not None:
-                    found.add(saved[1])
-        return frozenset(found)
