@@ -6,11 +6,9 @@ a 302 to a signed blob URL, and the blob with a real-shaped Actions log of a rea
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from bot.db.models import Delivery, Report
@@ -18,11 +16,8 @@ from bot.db.session import session_scope
 from bot.github.actions import ActionsJob, intake_actions_job
 from bot.github.job_logs import redirect_problem
 from bot.github.retry import RateLimited
-from bot.github.signature import sign
-from bot.main import create_app
-from bot.tasks.deliveries import process_delivery
 from bot.tasks.triage import triage
-from tests.conftest import SECRET
+from tests.bot.github.deliveries import deliver_and_process
 from tests.fakes.github_actions import actions_log, check_run_event, workflow_job_event
 
 REPO = "acme/trt"
@@ -41,20 +36,9 @@ def actions_settings(gh_settings, monkeypatch):
 
 
 def _deliver(settings, event, payload, delivery):
-    body = json.dumps(payload).encode()
-    with TestClient(create_app(settings)) as client:
-        answer = client.post(
-            "/webhooks/github",
-            content=body,
-            headers={
-                "X-GitHub-Event": event,
-                "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": sign(SECRET.encode(), body),
-            },
-        ).json()
-    notes = process_delivery.apply(args=[answer["delivery_id"]]).get()
+    delivery_id, notes = deliver_and_process(settings, event, payload, delivery)
     with session_scope(settings.resolved_database_url) as session:
-        outcome = session.get_one(Delivery, answer["delivery_id"]).outcome
+        outcome = session.get_one(Delivery, delivery_id).outcome
         reports = [
             (r.id, r.idempotency_key, r.pipeline, r.repository, r.head_sha, r.format)
             for r in session.scalars(select(Report).order_by(Report.id))

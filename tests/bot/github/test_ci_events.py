@@ -4,23 +4,18 @@ pull_request events that track our PRs. Jenkins here is a tiny real HTTP server 
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from bot.db.models import Delivery, Fix, Report
 from bot.db.session import session_scope
 from bot.github.jenkins import BuildRefused, build_identity
-from bot.github.signature import sign
-from bot.main import create_app
-from bot.tasks.deliveries import process_delivery
 from tests.bot.github.conftest import REPO
-from tests.conftest import SECRET
+from tests.bot.github.deliveries import deliver_and_process
 
 REPORT = (
     Path(__file__).parents[2] / "fixtures" / "logs" / "py312" / "contract_override.testreport.json"
@@ -72,20 +67,9 @@ def ci_settings(gh_settings, jenkins, monkeypatch):
 
 
 def _deliver(settings, event, payload, delivery):
-    body = json.dumps(payload).encode()
-    with TestClient(create_app(settings)) as client:
-        answer = client.post(
-            "/webhooks/github",
-            content=body,
-            headers={
-                "X-GitHub-Event": event,
-                "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": sign(SECRET.encode(), body),
-            },
-        ).json()
-    notes = process_delivery.apply(args=[answer["delivery_id"]]).get()
+    delivery_id, notes = deliver_and_process(settings, event, payload, delivery)
     with session_scope(settings.resolved_database_url) as session:
-        outcome = session.get_one(Delivery, answer["delivery_id"]).outcome
+        outcome = session.get_one(Delivery, delivery_id).outcome
         reports = [
             (r.pipeline, r.build_number, r.repository, r.head_sha, r.format, r.failure_count)
             for r in session.scalars(select(Report))
