@@ -13,13 +13,13 @@ Target (issue #8): ``/`` at most 300 ms.
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,10 @@ from sqlalchemy import insert
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop
+from bench.harness import bench_parser, serve_command, service_env, serving
+from bench.service import free_port, percentile
 from bot.db.migrate import upgrade
-from bot.db.models import Delivery, Fix, RepairRun, Report, Transition, Verification
+from bot.db.models import Base, CiFailure, Delivery, Fix, RepairRun, Transition, Verification
 from bot.db.session import engine_for
 
 TARGET_MS = 300.0
@@ -39,128 +40,166 @@ STATES = ("open",) * 6 + ("merged",) * 2 + ("closed", "superseded")
 VERDICTS = ("fixed",) * 7 + ("still_failing", "not_reproduced", "new_failures")
 BATCH = 2000
 
+Row = dict[str, Any]
 
-def _batches(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+
+def _batches(rows: list[Row]) -> list[list[Row]]:
     return [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
 
 
-def seed(url: str, fixes: int) -> float:
-    """Insert ``fixes`` fix PRs with their reports, runs and verifications; returns seconds."""
-    began = time.perf_counter()
-    rng = random.Random(8)
-    now = datetime.now(UTC)
-    deliveries, reports, runs, transitions, fix_rows, verifications = [], [], [], [], [], []
+@dataclass
+class SeedRows:
+    """The rows to bulk-insert, one list per table."""
+
+    deliveries: list[Row] = field(default_factory=list)
+    reports: list[Row] = field(default_factory=list)
+    fixes: list[Row] = field(default_factory=list)
+    runs: list[Row] = field(default_factory=list)
+    transitions: list[Row] = field(default_factory=list)
+    verifications: list[Row] = field(default_factory=list)
+
+    def by_model(self) -> list[tuple[type[Base], list[Row]]]:
+        """Each table's model and rows, parents before the rows that refer to them."""
+        return [
+            (Delivery, self.deliveries),
+            (CiFailure, self.reports),
+            (Fix, self.fixes),
+            (RepairRun, self.runs),
+            (Transition, self.transitions),
+            (Verification, self.verifications),
+        ]
+
+
+def report_row(n: int, received: datetime) -> Row:
+    """The classified failure report of fix ``n``."""
+    return {
+        "id": n,
+        "delivery_id": n,
+        "pipeline": "L0_MergeRequest_PR",
+        "build_number": n,
+        "repository": f"/repos/target-{n % 7}",
+        "stage": "H100_PCIe-PyTorch-1",
+        "format": "console",
+        "failure_count": 3,
+        "findings": [
+            {
+                "signature": "contract-forward-override",
+                "class_name": f"Worker{n}",
+                "message": f"TypeError: Worker{n} must not override SpecWorkerBase.forward",
+            }
+        ],
+        "received_at": received,
+        "triage_sent_at": received,
+        "classified_at": received + timedelta(seconds=1),
+    }
+
+
+def fix_row(n: int, state: str, created: datetime) -> Row:
+    """Fix PR ``n`` in ``state``, opened at ``created``."""
+    return {
+        "id": n,
+        "forge": "local",
+        "repository": f"/repos/target-{n % 7}",
+        "number": n,
+        "url": f"http://127.0.0.1/fixes/{n}",
+        "dedupe_key": f"key-{n}",
+        "signature": "contract-forward-override",
+        "base_ref": "main",
+        "base_sha": "a" * 40,
+        "branch": f"repairbot/contract-forward-override/{n:05d}",
+        "head_sha": "b" * 40,
+        "title": f"[None][fix] Rename Worker{n}.forward to _forward_impl",
+        "body": "## Description\n" + "text " * 200,
+        "files": [f"workers/w{n}.py"],
+        "violations": [f"workers/w{n}.py:10 `Worker{n}` (forward-override)"],
+        "diff": "diff --git a/x b/x\n" + "+line\n" * 200,
+        "state": state,
+        "state_reason": "",
+        "created_at": created,
+        "updated_at": created,
+        "closed_at": created + timedelta(hours=2) if state != "open" else None,
+    }
+
+
+def run_row(n: int, received: datetime, created: datetime) -> Row:
+    """The repair run of report ``n`` that opened fix PR ``n``."""
+    return {
+        "id": n,
+        "report_id": n,
+        "root_cause": f"contract-forward-override:Worker{n}",
+        "signature": "contract-forward-override",
+        "contract": {},
+        "state": "pr_opened",
+        "reason": "",
+        "attempts": 1,
+        "fix_id": n,
+        "created_at": received,
+        "updated_at": created,
+    }
+
+
+def transition_rows(n: int, received: datetime) -> list[Row]:
+    """The four state transitions of run ``n``, a second apart."""
+    return [
+        {
+            "run_id": n,
+            "from_state": None,
+            "to_state": to,
+            "reason": "",
+            "at": received + timedelta(seconds=step),
+        }
+        for step, to in enumerate(("classified", "swept", "patched", "pr_opened"))
+    ]
+
+
+def verification_row(n: int, created: datetime, finished: datetime) -> Row:
+    """The finished automatic verification of fix PR ``n``."""
+    return {
+        "fix_id": n,
+        "requested_by": "repairbot (automatic)",
+        "options": {},
+        "requested_queue": "gpu.H100_PCIe",
+        "queue": "cpu",
+        "device": "cpu",
+        "on_requested_device": False,
+        "state": "done",
+        "verdict": VERDICTS[n % len(VERDICTS)],
+        "reason": "",
+        "tests": ["tests/test_w.py::test_forward"],
+        "results": {"tests": [{"nodeid": "t", "before": "failed", "after": "passed"}]},
+        "log": "2 passed",
+        "created_at": created,
+        "started_at": created + timedelta(seconds=2),
+        "finished_at": finished,
+    }
+
+
+def seed_rows(fixes: int, now: datetime, rng: random.Random) -> SeedRows:
+    """The rows of ``fixes`` fix PRs, the newest received shortly before ``now``."""
+    rows = SeedRows()
     for n in range(1, fixes + 1):
         received = now - timedelta(minutes=2 * (fixes - n) + rng.randint(0, 1))
         created = received + timedelta(seconds=rng.uniform(20, 400))
         state = STATES[n % len(STATES)]
-        deliveries.append(
+        rows.deliveries.append(
             {"id": n, "source": "ci", "key": f"ci:{n}", "event": "ci_failure", "body": b"log"}
         )
-        reports.append(
-            {
-                "id": n,
-                "delivery_id": n,
-                "pipeline": "L0_MergeRequest_PR",
-                "build_number": n,
-                "repository": f"/repos/target-{n % 7}",
-                "stage": "H100_PCIe-PyTorch-1",
-                "format": "console",
-                "failure_count": 3,
-                "findings": [
-                    {
-                        "signature": "contract-forward-override",
-                        "class_name": f"Worker{n}",
-                        "message": f"TypeError: Worker{n} must not override SpecWorkerBase.forward",
-                    }
-                ],
-                "received_at": received,
-                "triage_sent_at": received,
-                "classified_at": received + timedelta(seconds=1),
-            }
-        )
-        fix_rows.append(
-            {
-                "id": n,
-                "forge": "local",
-                "repository": f"/repos/target-{n % 7}",
-                "number": n,
-                "url": f"http://127.0.0.1/fixes/{n}",
-                "dedupe_key": f"key-{n}",
-                "signature": "contract-forward-override",
-                "base_ref": "main",
-                "base_sha": "a" * 40,
-                "branch": f"repairbot/contract-forward-override/{n:05d}",
-                "head_sha": "b" * 40,
-                "title": f"[None][fix] Rename Worker{n}.forward to _forward_impl",
-                "body": "## Description\n" + "text " * 200,
-                "files": [f"workers/w{n}.py"],
-                "violations": [f"workers/w{n}.py:10 `Worker{n}` (forward-override)"],
-                "diff": "diff --git a/x b/x\n" + "+line\n" * 200,
-                "state": state,
-                "state_reason": "",
-                "created_at": created,
-                "updated_at": created,
-                "closed_at": created + timedelta(hours=2) if state != "open" else None,
-            }
-        )
-        runs.append(
-            {
-                "id": n,
-                "report_id": n,
-                "root_cause": f"contract-forward-override:Worker{n}",
-                "signature": "contract-forward-override",
-                "contract": {},
-                "state": "pr_opened",
-                "reason": "",
-                "attempts": 1,
-                "fix_id": n,
-                "created_at": received,
-                "updated_at": created,
-            }
-        )
-        for step, to in enumerate(("classified", "swept", "patched", "pr_opened")):
-            transitions.append(
-                {
-                    "run_id": n,
-                    "from_state": None,
-                    "to_state": to,
-                    "reason": "",
-                    "at": received + timedelta(seconds=step),
-                }
-            )
+        rows.reports.append(report_row(n, received))
+        rows.fixes.append(fix_row(n, state, created))
+        rows.runs.append(run_row(n, received, created))
+        rows.transitions.extend(transition_rows(n, received))
         if n % 5:
-            verifications.append(
-                {
-                    "fix_id": n,
-                    "requested_by": "repairbot (automatic)",
-                    "options": {},
-                    "requested_queue": "gpu.H100_PCIe",
-                    "queue": "cpu",
-                    "device": "cpu",
-                    "on_requested_device": False,
-                    "state": "done",
-                    "verdict": VERDICTS[n % len(VERDICTS)],
-                    "reason": "",
-                    "tests": ["tests/test_w.py::test_forward"],
-                    "results": {"tests": [{"nodeid": "t", "before": "failed", "after": "passed"}]},
-                    "log": "2 passed",
-                    "created_at": created,
-                    "started_at": created + timedelta(seconds=2),
-                    "finished_at": created + timedelta(seconds=rng.uniform(30, 300)),
-                }
-            )
+            finished = created + timedelta(seconds=rng.uniform(30, 300))
+            rows.verifications.append(verification_row(n, created, finished))
+    return rows
+
+
+def insert_rows(url: str, rows: SeedRows, fixes: int) -> None:
+    """Bulk-insert ``rows`` in batches; on PostgreSQL, move the id sequences on and ANALYZE."""
     engine = engine_for(url)
     with engine.begin() as connection:
-        for model, rows in (
-            (Delivery, deliveries),
-            (Report, reports),
-            (Fix, fix_rows),
-            (RepairRun, runs),
-            (Transition, transitions),
-            (Verification, verifications),
-        ):
-            for batch in _batches(rows):
+        for model, table_rows in rows.by_model():
+            for batch in _batches(table_rows):
                 connection.execute(insert(model), batch)
         if not url.startswith("sqlite"):
             for table in ("deliveries", "reports", "fixes", "repair_runs"):
@@ -171,6 +210,13 @@ def seed(url: str, fixes: int) -> float:
         with engine.begin() as connection:  # what autovacuum would do after a bulk load
             connection.exec_driver_sql("ANALYZE")
     engine.dispose()
+
+
+def seed(url: str, fixes: int) -> float:
+    """Insert ``fixes`` fix PRs with their reports, runs and verifications; returns seconds."""
+    began = time.perf_counter()
+    rows = seed_rows(fixes, datetime.now(UTC), random.Random(8))
+    insert_rows(url, rows, fixes)
     return time.perf_counter() - began
 
 
@@ -189,10 +235,44 @@ def measure(client: httpx.Client, path: str, requests: int) -> tuple[list[float]
     return wall, server
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def page_paths(fixes: int) -> tuple[str, ...]:
+    """The pages measured: first, a deep page, a filtered page, a search and the fixes partial."""
+    return (
+        "/",
+        f"/?page={fixes // 100}",
+        "/?verdict=fixed&state=open",
+        "/?q=Worker777",
+        "/partials/fixes",
     )
+
+
+def page_line(path: str, wall: list[float], server_ms: list[float], baseline: float) -> str:
+    """A page's server p50/p95 and wall p50 in ms, and that wall p50 over ``baseline``."""
+    p50, p95 = statistics.median(server_ms), percentile(server_ms, 0.95)
+    return (
+        f"{path:<28} server p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  "
+        f"wall p50 {statistics.median(wall):6.1f} ms  "
+        f"= {statistics.median(wall) / baseline:5.1f}x /healthz"
+    )
+
+
+def measure_pages(url: str, fixes: int, requests: int) -> float:
+    """Print the baseline and each page's times; returns the server p50 of ``/`` in ms."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        base_wall, _ = measure(client, "/healthz", requests)
+        baseline = statistics.median(base_wall)
+        print(f"baseline /healthz: p50 {baseline:.1f} ms wall")
+        worst = 0.0
+        for path in page_paths(fixes):
+            wall, server_ms = measure(client, path, requests)
+            worst = max(worst, statistics.median(server_ms)) if path == "/" else worst
+            print(page_line(path, wall, server_ms, baseline))
+    return worst
+
+
+def main() -> None:
+    """Seed the database, serve it, measure the pages and print the verdict on the target."""
+    parser = bench_parser(__doc__)
     parser.add_argument("--fixes", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--database-url", default=None, help="an empty database (default SQLite)")
@@ -204,45 +284,12 @@ def main() -> None:
         seconds = seed(url, args.fixes)
         print(f"seeded {args.fixes} fix PRs (+ reports, runs, verifications) in {seconds:.1f}s")
         port = free_port()
-        env = {
-            "REPAIRBOT_ENVIRONMENT": "test",
-            "REPAIRBOT_DATA_DIR": str(root / "data"),
-            # Required outside development: the targets are built in this run's folder.
-            "REPAIRBOT_REPOSITORY_ROOTS": f'["{root!s}"]',
-            "REPAIRBOT_DATABASE_URL": url,
-            "REPAIRBOT_EMBEDDED_WORKER": "false",
-            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": "bench-webhook-secret-0123456789",
-            "REPAIRBOT_CI_TOKEN": "bench-ci-token-0123456789",
-        }
-        server = start(
-            [str(BIN / "repairbot"), "serve", "--port", str(port), "--no-worker"],
-            env,
-            root / "serve.log",
-            f"http://127.0.0.1:{port}/readyz",
+        env = service_env(
+            root / "data", root, REPAIRBOT_DATABASE_URL=url, REPAIRBOT_EMBEDDED_WORKER="false"
         )
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-                base_wall, _ = measure(client, "/healthz", args.requests)
-                baseline = statistics.median(base_wall)
-                print(f"baseline /healthz: p50 {baseline:.1f} ms wall")
-                worst = 0.0
-                for path in (
-                    "/",
-                    f"/?page={args.fixes // 100}",
-                    "/?verdict=fixed&state=open",
-                    "/?q=Worker777",
-                    "/partials/fixes",
-                ):
-                    wall, server_ms = measure(client, path, args.requests)
-                    p50, p95 = statistics.median(server_ms), percentile(server_ms, 0.95)
-                    worst = max(worst, p50) if path == "/" else worst
-                    print(
-                        f"{path:<28} server p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  "
-                        f"wall p50 {statistics.median(wall):6.1f} ms  "
-                        f"= {statistics.median(wall) / baseline:5.1f}x /healthz"
-                    )
-        finally:
-            stop(server)
+        command = serve_command(port, "--no-worker")
+        with serving(command, port, env, root / "serve.log") as server_url:
+            worst = measure_pages(server_url, args.fixes, args.requests)
     verdict = "PASS" if worst <= TARGET_MS else "FAIL"
     print(
         f"target: server time of / <= {TARGET_MS:.0f} ms with {args.fixes} fix PRs: "

@@ -10,23 +10,27 @@ database. The ratio says what the service adds. Target (issue #5): p50 <= 3 s.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs
-from bot.forge.git import commit_all
+from bench.harness import CI_TOKEN, bench_parser, serve_command, service_env, serving
+from bench.service import free_port, percentile
+from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
+from bot.git import commit_all
 from fixers.contracts import SPEC_WORKER_CONTRACT
 from fixers.sweep import fix, write_changes
 
-TOKEN = "bench-ci-token-0123456789"
+if TYPE_CHECKING:
+    from rich.console import Console
+
+BASELINE_COPIES = 3  # the baseline is the median of this many direct repairs
 
 
 def direct_repair(repo: Path) -> float:
@@ -38,65 +42,52 @@ def direct_repair(repo: Path) -> float:
     return time.perf_counter() - began
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--repairs", type=int, default=8)
-    args = parser.parse_args()
-    from rich.console import Console
+def build_targets(root: Path, count: int, console: Console) -> tuple[list[tuple[Path, str]], bytes]:
+    """``count`` target repositories ``(path, head SHA)`` under ``root`` and a failing CI log."""
+    with console.status("building targets and running their failing tests"):
+        targets = []
+        for index in range(count):
+            repo = root / f"target-{index}"
+            targets.append((repo, build_target(repo)))
+        console_log = run_tests(targets[0][0]).console
+    return targets, console_log
+
+
+def baseline_seconds(targets: list[tuple[Path, str]]) -> float:
+    """The median time of a direct repair of each of ``targets``."""
+    return sorted(direct_repair(repo) for repo, _ in targets)[len(targets) // 2]
+
+
+def timed_repairs(
+    url: str, targets: list[tuple[Path, str]], console_log: bytes, console: Console
+) -> list[float]:
+    """Post one failure per target to the service at ``url``; seconds until each PR is recorded."""
     from rich.progress import Progress
 
-    console = Console()
-    with tempfile.TemporaryDirectory(prefix="repairbot-bench-") as tmp:
-        root = Path(tmp)
-        with console.status("building targets and running their failing tests"):
-            targets = []
-            for index in range(args.repairs + 3):
-                repo = root / f"target-{index}"
-                targets.append((repo, build_target(repo)))
-            console_log = run_tests(targets[0][0]).console
-        baseline = sorted(direct_repair(repo) for repo, _ in targets[-3:])[1]
-        port = free_port()
-        env = {
-            "REPAIRBOT_ENVIRONMENT": "test",
-            "REPAIRBOT_DATA_DIR": str(root / "data"),
-            # Required outside development: the targets are built in this run's folder.
-            "REPAIRBOT_REPOSITORY_ROOTS": f'["{root!s}"]',
-            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": "bench-webhook-secret-0123456789",
-            "REPAIRBOT_CI_TOKEN": TOKEN,
-        }
-        server = start(
-            [str(BIN / "repairbot"), "serve", "--port", str(port)],
-            env,
-            root / "serve.log",
-            f"http://127.0.0.1:{port}/readyz",
-        )
-        durations: list[float] = []
-        try:
-            with (
-                httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client,
-                Progress(console=console) as bar,
-            ):
-                task = bar.add_task("repairs", total=args.repairs)
-                for index, (repo, head) in enumerate(targets[: args.repairs]):
-                    began = time.perf_counter()
-                    answer = post_failure(
-                        client,
-                        token=TOKEN,
-                        repo=repo,
-                        head_sha=head,
-                        console=console_log,
-                        build_number=index,
-                    )
-                    report = wait_for_runs(client, answer["url"], timeout_s=300)
-                    durations.append(time.perf_counter() - began)
-                    states = [run["state"] for run in report["runs"]]
-                    if states != ["pr_opened"]:
-                        raise SystemExit(f"repair {index} ended {states}")
-                    bar.advance(task)
-        finally:
-            stop(server)
+    durations: list[float] = []
+    with httpx.Client(base_url=url, timeout=30) as client, Progress(console=console) as bar:
+        task = bar.add_task("repairs", total=len(targets))
+        for index, (repo, head) in enumerate(targets):
+            began = time.perf_counter()
+            answer = post_failure(
+                client,
+                token=CI_TOKEN,
+                repo=repo,
+                head_sha=head,
+                console=console_log,
+                build_number=index,
+            )
+            report = wait_for_runs(client, answer["url"], timeout_s=300)
+            durations.append(time.perf_counter() - began)
+            states = [run["state"] for run in report["runs"]]
+            if states != ["pr_opened"]:
+                raise SystemExit(f"repair {index} ended {states}")
+            bar.advance(task)
+    return durations
+
+
+def print_results(console: Console, baseline: float, durations: list[float]) -> None:
+    """The figures: the baseline, the service's p50 and max, and their ratio."""
     p50 = percentile(durations, 0.5)
     console.print(f"direct repair, no service (baseline): {baseline:.2f} s")
     console.print(
@@ -104,6 +95,25 @@ def main() -> None:
         f"over {len(durations)} repairs  (target p50 <= 3 s)"
     )
     console.print(f"ratio to the direct repair: {p50 / baseline:.2f}x")
+
+
+def main() -> None:
+    """Measure the repairs through the service and directly, then print both and the ratio."""
+    parser = bench_parser(__doc__)
+    parser.add_argument("--repairs", type=int, default=8)
+    args = parser.parse_args()
+    from rich.console import Console
+
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="repairbot-bench-") as tmp:
+        root = Path(tmp)
+        targets, console_log = build_targets(root, args.repairs + BASELINE_COPIES, console)
+        baseline = baseline_seconds(targets[-BASELINE_COPIES:])
+        port = free_port()
+        env = service_env(root / "data", root)
+        with serving(serve_command(port), port, env, root / "serve.log") as url:
+            durations = timed_repairs(url, targets[: args.repairs], console_log, console)
+    print_results(console, baseline, durations)
 
 
 if __name__ == "__main__":

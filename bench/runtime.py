@@ -29,22 +29,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from runtime import conformance
 from runtime.engine import Engine, greedy_generate
-from runtime.model import build_model
-from runtime.speculative.dynamic_tree import DynamicTreeWorker
-from runtime.speculative.eagle import EagleWorker
+from runtime.model import TinyLM, build_model
 from runtime.speculative.interface import SpecConfig, SpecWorkerBase
-from runtime.speculative.mtp import MTPWorker
-from runtime.speculative.ngram import NGramWorker
-from runtime.speculative.pard import PardWorker
 
-WORKERS: dict[str, type[SpecWorkerBase]] = {
-    "mtp": MTPWorker,
-    "eagle": EagleWorker,
-    "pard": PardWorker,
-    "dynamic_tree": DynamicTreeWorker,
-    "ngram": NGramWorker,
-}
+
+def discovered_workers(
+    package: str = conformance.DEFAULT_PACKAGE,
+) -> dict[str, type[SpecWorkerBase]]:
+    """Every worker of `package` (by discovery, in import order), named after its module.
+
+    A module that defines several workers names the later ones `module.ClassName`.
+    """
+    workers: dict[str, type[SpecWorkerBase]] = {}
+    for cls in conformance.discover_workers(package):
+        name = cls.__module__.rsplit(".", 1)[-1]
+        workers[f"{name}.{cls.__name__}" if name in workers else name] = cls
+    return workers
+
+
+WORKERS = discovered_workers()
 
 
 def make_prompts(n: int, vocab: int, seed: int) -> list[list[int]]:
@@ -73,8 +78,8 @@ def run_baseline(
     return out, time.perf_counter() - start
 
 
-def main() -> int:
-    """Run the benchmark; exit status 1 if any worker's tokens differ from the baseline's."""
+def parse_args() -> argparse.Namespace:
+    """The command line; every discovered worker unless `--workers` names some."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--preset", default="bench")
@@ -83,11 +88,63 @@ def main() -> int:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--draft-len", type=int, default=5)
     parser.add_argument("--draft-layers", type=int, default=1)
-    parser.add_argument("--workers", default=",".join(WORKERS))
+    parser.add_argument(
+        "--workers", default=",".join(WORKERS), help="comma-separated (default: every worker)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    unknown = sorted(set(args.workers.split(",")) - set(WORKERS))
+    if unknown:
+        parser.error(f"unknown worker(s) {', '.join(unknown)}; known: {', '.join(WORKERS)}")
+    return args
+
+
+def run_worker(
+    worker_cls: type[SpecWorkerBase],
+    target: TinyLM,
+    prompts: list[list[int]],
+    spec: SpecConfig,
+    args: argparse.Namespace,
+) -> tuple[list[list[int]], float, Engine]:
+    """One warmed-up speculative run of `worker_cls`; returns (tokens, seconds, its engine)."""
+    worker = worker_cls(spec).to(args.device)
+    draft = worker.make_draft_model(target)
+    Engine(target, worker, draft, max_batch_size=args.batch_size).generate(
+        prompts[:1], 8
+    )  # warm-up
+    engine = Engine(target, worker, draft, max_batch_size=args.batch_size)
+    sync(args.device)
+    start = time.perf_counter()
+    tokens = engine.generate(prompts, args.new_tokens)
+    sync(args.device)
+    return tokens, time.perf_counter() - start, engine
+
+
+def print_table(console: Console, rows: list[dict[str, object]]) -> None:
+    """The results table and the best worker."""
+    table = Table(title="speculative decoding vs target-only greedy (same prompts, same run)")
+    for col in ("decoder", "tokens/s", "x baseline", "acceptance", "tokens/step", "identical"):
+        table.add_column(col, justify="left" if col == "decoder" else "right")
+    for r in rows:
+        acc = r["acceptance"]
+        table.add_row(
+            str(r["name"]),
+            f"{r['tok_s']:.1f}",
+            f"{r['speedup']:.2f}x",
+            "-" if acc is None else f"{acc:.0%}",
+            f"{r['tokens_per_step']:.2f}",
+            "yes" if r["identical"] else "NO",
+        )
+    console.print(table)
+    best = max(rows[1:], key=lambda r: float(r["speedup"]))  # type: ignore[arg-type]
+    console.print(f"best: {best['name']} at {best['speedup']:.2f}x the baseline")
+
+
+def main() -> int:
+    """Run the benchmark; exit status 1 if any worker's tokens differ from the baseline's."""
+    args = parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     console = Console()
@@ -121,17 +178,7 @@ def main() -> int:
         with console.status("") as status:
             for name in args.workers.split(","):
                 status.update(f"running {name} ...")
-                worker = WORKERS[name](spec).to(args.device)
-                draft = worker.make_draft_model(target)
-                Engine(target, worker, draft, max_batch_size=args.batch_size).generate(
-                    prompts[:1], 8
-                )  # warm-up
-                engine = Engine(target, worker, draft, max_batch_size=args.batch_size)
-                sync(args.device)
-                start = time.perf_counter()
-                tokens = engine.generate(prompts, args.new_tokens)
-                sync(args.device)
-                secs = time.perf_counter() - start
+                tokens, secs, engine = run_worker(WORKERS[name], target, prompts, spec, args)
                 gen_steps = engine.stats.steps - len(prompts)  # minus one prefill step each
                 rows.append(
                     {
@@ -144,22 +191,7 @@ def main() -> int:
                     }
                 )
 
-    table = Table(title="speculative decoding vs target-only greedy (same prompts, same run)")
-    for col in ("decoder", "tokens/s", "x baseline", "acceptance", "tokens/step", "identical"):
-        table.add_column(col, justify="left" if col == "decoder" else "right")
-    for r in rows:
-        acc = r["acceptance"]
-        table.add_row(
-            str(r["name"]),
-            f"{r['tok_s']:.1f}",
-            f"{r['speedup']:.2f}x",
-            "-" if acc is None else f"{acc:.0%}",
-            f"{r['tokens_per_step']:.2f}",
-            "yes" if r["identical"] else "NO",
-        )
-    console.print(table)
-    best = max(rows[1:], key=lambda r: float(r["speedup"]))  # type: ignore[arg-type]
-    console.print(f"best: {best['name']} at {best['speedup']:.2f}x the baseline")
+    print_table(console, rows)
     if args.json:
         args.json.write_text(
             json.dumps({"args": vars(args) | {"json": str(args.json)}, "rows": rows}, indent=2)

@@ -17,10 +17,7 @@ baseline for latencies is the same requests before the first fault.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -31,21 +28,24 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop
-from bot.demo import build_target, run_tests
-from bot.github.signature import sign
+from bench.harness import bench_parser, local_url, percentile_ms, serve_command, service_env
+from bench.service import BIN, free_port, start, stop
+from bench.soak_traffic import CI_TOKEN, SECRET, Repos, Tally, traffic
+from bot.cli.demo_target import build_target, run_tests
 from tests.fakes.github_api import TOKEN, FakeGitHub, _make_handler
 from tests.fakes.github_routes import ROUTES
 
-SECRET = "soak-webhook-secret-0123456789"
-CI_TOKEN = "soak-ci-token-0123456789"
+if TYPE_CHECKING:
+    from rich.console import Console
+
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+LIVE_RUNS = "('received','classified','swept','patched','verifying')"
 
 
 def start_redis(port: int) -> subprocess.Popen[bytes]:
@@ -64,25 +64,8 @@ def start_redis(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit(f"redis-server did not start on port {port}")
 
 
-@dataclass
-class Tally:
-    """What the traffic sent and how long each kind of request took."""
-
-    latencies: dict[str, list[float]] = field(default_factory=dict)
-    valid_deliveries: set[str] = field(default_factory=set)
-    forged: int = 0
-    forged_accepted: int = 0
-    failures: set[tuple[str, int]] = field(default_factory=set)
-    commands: int = 0
-    errors: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def took(self, kind: str, seconds: float) -> None:
-        with self.lock:
-            self.latencies.setdefault(kind, []).append(seconds)
-
-
 def start_github(root: Path) -> tuple[FakeGitHub, ThreadingHTTPServer]:
+    """The GitHub test double, serving from a thread, with its repositories under ``root``."""
     state = FakeGitHub(root=root)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, ROUTES))
     server.daemon_threads = True
@@ -91,128 +74,220 @@ def start_github(root: Path) -> tuple[FakeGitHub, ThreadingHTTPServer]:
     return state, server
 
 
-def signed_post(
-    client: httpx.Client,
-    event: str,
-    delivery: str,
-    payload: dict[str, object],
-    *,
-    forge_signature: bool = False,
-) -> httpx.Response:
-    body = json.dumps(payload).encode()
-    signature = "sha256=" + "0" * 64 if forge_signature else sign(SECRET.encode(), body)
-    return client.post(
-        "/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "Content-Type": "application/json",
-            "X-Hub-Signature-256": signature,
-        },
+def start_worker(env: dict[str, str], log: Path, name: str) -> subprocess.Popen[bytes]:
+    """A ``repairbot worker`` named ``name`` for the repair and cpu queues."""
+    return subprocess.Popen(
+        [str(BIN / "repairbot"), "worker", "-Q", "repair,cpu", "-n", f"{name}@%h"],
+        env={**os.environ, **env},
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
-def traffic(
-    url: str,
-    github: FakeGitHub,
-    repos: list[tuple[str, str]],
-    console: bytes,
-    tally: Tally,
-    until: float,
-    engine_url: str,
-) -> None:
-    """Mixed traffic until ``until``: failures every ~5 s, comments ~10/s, /bot run every ~90 s."""
-    rng = random.Random(1)
-    sent: list[tuple[str, dict[str, object]]] = []
-    build = 0
-    next_failure = next_command = time.monotonic()
-    engine = create_engine(engine_url)
-    with httpx.Client(base_url=url, timeout=60) as client:
-        while time.monotonic() < until:
-            now = time.monotonic()
-            try:
-                if now >= next_failure:
-                    build += 1
-                    name, head = repos[build % len(repos)]
-                    began = time.perf_counter()
-                    answer = client.post(
-                        "/api/v1/ci-failures",
-                        content=console,
-                        params={
-                            "pipeline": "L0_MergeRequest_PR",
-                            "build_number": build,
-                            "repository": name,
-                            "head_sha": head,
-                            "base_ref": "main",
-                        },
-                        headers={"Authorization": f"Bearer {CI_TOKEN}"},
-                    )
-                    tally.took("ci-failure", time.perf_counter() - began)
-                    answer.raise_for_status()
-                    tally.failures.add(("L0_MergeRequest_PR", build))
-                    next_failure = now + 5
-                if now >= next_command:
-                    with engine.connect() as connection:
-                        numbers = connection.execute(
-                            text(
-                                "SELECT repository, pr_number FROM fixes"
-                                " WHERE pr_number IS NOT NULL"
-                            )
-                        ).all()
-                    if numbers:
-                        repository, number = rng.choice(numbers)
-                        payload = github.comment_event(
-                            repository, number, "/bot run", login="maintainer"
-                        )
-                        delivery = f"cmd-{uuid.uuid4()}"
-                        began = time.perf_counter()
-                        answer = signed_post(client, "issue_comment", delivery, payload)
-                        tally.took("bot-command", time.perf_counter() - began)
-                        if answer.status_code in (200, 202):
-                            tally.valid_deliveries.add(delivery)
-                            tally.commands += 1
-                    next_command = now + 90
-                roll = rng.random()
-                if roll < 0.05:
-                    answer = signed_post(
-                        client,
-                        "issue_comment",
-                        f"forged-{uuid.uuid4()}",
-                        {"action": "created"},
-                        forge_signature=True,
-                    )
-                    tally.forged += 1
-                    tally.forged_accepted += answer.status_code != 401
-                elif roll < 0.15 and sent:
-                    delivery, payload = rng.choice(sent)
-                    began = time.perf_counter()
-                    signed_post(client, "issue_comment", delivery, payload).raise_for_status()
-                    tally.took("redelivery", time.perf_counter() - began)
-                else:
-                    delivery = f"d-{uuid.uuid4()}"
-                    payload = {
-                        "action": "created",
-                        "issue": {"number": 1},
-                        "comment": {"body": "LGTM", "user": {"login": "dev", "type": "User"}},
-                        "sender": {"login": "dev", "type": "User"},
-                    }
-                    began = time.perf_counter()
-                    answer = signed_post(client, "issue_comment", delivery, payload)
-                    tally.took("webhook", time.perf_counter() - began)
-                    answer.raise_for_status()
-                    tally.valid_deliveries.add(delivery)
-                    sent.append((delivery, payload))
-            except httpx.HTTPError as exc:
-                tally.errors.append(f"{type(exc).__name__}: {exc}"[:200])
-            time.sleep(0.1)
+@dataclass
+class Stack:
+    """The soak's own processes: Redis, the API and the workers, and what restarting them needs."""
+
+    root: Path
+    env: dict[str, str]
+    redis: subprocess.Popen[bytes]
+    redis_port: int
+    api: subprocess.Popen[bytes]
+    api_url: str
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @classmethod
+    def launch(
+        cls, root: Path, env: dict[str, str], redis: subprocess.Popen[bytes], redis_port: int
+    ) -> Stack:
+        """Start the API (with the reconciler, without a worker) and two workers beside Redis."""
+        port = free_port()
+        api = start(
+            serve_command(port, "--no-worker"), env, root / "api.log", f"{local_url(port)}/readyz"
+        )
+        workers = [start_worker(env, root / f"worker{i}.log", f"w{i}") for i in range(2)]
+        return cls(root, env, redis, redis_port, api, local_url(port), workers)
+
+    def kill_worker(self) -> str:
+        """SIGKILL worker w0 and start w2 in its place; returns the fault's line."""
+        os.killpg(self.workers[0].pid, signal.SIGKILL)
+        self.workers[0].wait()
+        fault = f"{time.strftime('%H:%M:%S')} worker w0 killed with SIGKILL"
+        self.workers[0] = start_worker(self.env, self.root / "worker2.log", "w2")
+        return fault
+
+    def restart_redis(self) -> str:
+        """Kill Redis (nothing persisted) and start it again; returns the fault's line."""
+        self.redis.kill()
+        self.redis.wait()
+        time.sleep(3)
+        self.redis = start_redis(self.redis_port)
+        return f"{time.strftime('%H:%M:%S')} Redis killed (nothing persisted) and restarted"
+
+    def stop(self) -> None:
+        """SIGTERM the workers, stop the API and terminate Redis."""
+        for process in self.workers:
+            os.killpg(process.pid, signal.SIGTERM)
+        stop(self.api)
+        self.redis.terminate()
+
+
+def soak_env(root: Path, db_url: str, broker: str, github: FakeGitHub) -> dict[str, str]:
+    """The scaled-out stack's environment: PostgreSQL, Redis, the GitHub double, fast timers."""
+    return service_env(
+        root / "data",
+        root,
+        webhook_secret=SECRET,
+        ci_token=CI_TOKEN,
+        REPAIRBOT_DATABASE_URL=db_url,
+        REPAIRBOT_BROKER_URL=broker,
+        REPAIRBOT_GITHUB_API_URL=github.url,
+        REPAIRBOT_GITHUB_TOKEN=TOKEN,
+        REPAIRBOT_GITHUB_GIT_URL_TEMPLATE=github.git_url_template,
+        REPAIRBOT_GITHUB_SECONDS_BETWEEN_WRITES="0",
+        REPAIRBOT_EMBEDDED_WORKER="false",
+        REPAIRBOT_RECONCILE_INTERVAL_S="5",
+        REPAIRBOT_STALE_AFTER_S="120",
+        REPAIRBOT_VERIFY_FALLBACK_AFTER_S="5",
+    )
+
+
+def publish_targets(github: FakeGitHub, root: Path, count: int) -> Repos:
+    """``count`` target repositories on the GitHub double, the maintainer allowed to write."""
+    repos = []
+    for index in range(count):
+        source = root / f"source-{index}"
+        head = build_target(source)
+        name = f"acme/trt-{index}"
+        repo = github.create_repo(name, source)
+        repo.permissions["maintainer"] = "write"
+        repos.append((name, head))
+    return repos
+
+
+def inject_faults(stack: Stack, seconds: float) -> list[str]:
+    """At a third of ``seconds`` kill a worker, at two thirds restart Redis; the fault lines."""
+    time.sleep(seconds / 3)
+    faults = [stack.kill_worker()]
+    time.sleep(seconds / 3)
+    faults.append(stack.restart_redis())
+    return faults
+
+
+def wait_until_drained(engine: Engine, timeout_s: float = 900) -> None:
+    """Poll until no delivery, report, run or verification is left to process (or time is up)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with engine.connect() as connection:
+            pending = connection.execute(
+                text(
+                    "SELECT (SELECT count(*) FROM deliveries WHERE outcome = 'stored')"
+                    " + (SELECT count(*) FROM reports WHERE classified_at IS NULL)"
+                    f" + (SELECT count(*) FROM repair_runs WHERE state IN    {LIVE_RUNS})"
+                    " + (SELECT count(*) FROM verifications"
+                    "    WHERE state IN ('queued','running'))"
+                )
+            ).scalar_one()
+        if pending == 0 or time.monotonic() > deadline:
+            return
+        time.sleep(2)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the database holds after the drain."""
+
+    stored: set[str]
+    unprocessed: int
+    reports: int
+    unclassified: int
+    live_runs: int
+    prs: list[tuple[str, int]]
+    verifications: list[tuple[str, int]]
+    double_writes: int
+
+
+def count(connection: Connection) -> Counts:
+    """Count the stored deliveries, reports, runs, fix PRs, verifications and double writes."""
+
+    def scalar(sql: str) -> int:
+        return int(connection.execute(text(sql)).scalar_one())
+
+    def pairs(sql: str) -> list[tuple[str, int]]:
+        return [(str(key), int(number)) for key, number in connection.execute(text(sql))]
+
+    return Counts(
+        stored={
+            key.removeprefix("github:")
+            for (key,) in connection.execute(
+                text("SELECT key FROM deliveries WHERE source = 'github'")
+            )
+        },
+        unprocessed=scalar("SELECT count(*) FROM deliveries WHERE outcome = 'stored'"),
+        reports=scalar("SELECT count(*) FROM reports"),
+        unclassified=scalar("SELECT count(*) FROM reports WHERE classified_at IS NULL"),
+        live_runs=scalar(f"SELECT count(*) FROM repair_runs WHERE state IN {LIVE_RUNS}"),
+        prs=pairs("SELECT repository, count(*) FROM fixes GROUP BY repository"),
+        verifications=pairs("SELECT state, count(*) FROM verifications GROUP BY state"),
+        double_writes=scalar("SELECT count(*) - count(DISTINCT key) FROM github_writes"),
+    )
+
+
+def drain_and_count(db_url: str, console: Console) -> Counts:
+    """Wait for the stack to finish its work, then count what the database holds."""
+    engine = create_engine(db_url)
+    with console.status("draining: waiting for every delivery, report, run and verification"):
+        wait_until_drained(engine)
+    with engine.connect() as connection:
+        counts = count(connection)
     engine.dispose()
+    return counts
+
+
+def lost_and_duplicated(tally: Tally, counts: Counts, repos: Repos) -> tuple[int, int]:
+    """What was sent but not processed (or has no PR), and what was processed twice."""
+    lost = (
+        len(tally.valid_deliveries - counts.stored)
+        + counts.unprocessed
+        + (len(tally.failures) - counts.reports)
+        + counts.unclassified
+        + counts.live_runs
+    )
+    lost += sum(1 for name, _ in repos if name not in {r for r, _ in counts.prs})
+    duplicated = sum(n - 1 for _, n in counts.prs if n > 1) + max(0, counts.double_writes)
+    return lost, duplicated
+
+
+def summary(
+    minutes: float, faults: list[str], tally: Tally, counts: Counts, repos: Repos
+) -> list[str]:
+    """The lines of the soak's report (rich markup), latencies last."""
+    lost, duplicated = lost_and_duplicated(tally, counts, repos)
+    lines = [
+        f"ran {minutes:.1f} min; faults: " + "; ".join(faults),
+        f"deliveries: {len(tally.valid_deliveries)} valid unique sent, {len(counts.stored)} "
+        f"stored, {counts.unprocessed} unprocessed; forged {tally.forged}, accepted "
+        f"{tally.forged_accepted}",
+        f"failures: {len(tally.failures)} posted, {counts.reports} stored, {counts.unclassified} "
+        f"unclassified; runs still live: {counts.live_runs}",
+        f"fix PRs per repository: {dict(counts.prs)} (expected 1 each); "
+        f"verifications: {dict(counts.verifications)}; "
+        f"/bot run commands: {tally.commands}",
+        f"[bold]lost: {lost}, duplicated: {duplicated}[/bold]; "
+        f"client errors during faults: {len(tally.errors)}",
+    ]
+    for kind, values in sorted(tally.latencies.items()):
+        lines.append(
+            f"  {kind:12} n={len(values):5}  p50 {percentile_ms(values, 0.5):7.1f} ms  "
+            f"p99 {percentile_ms(values, 0.99):7.1f} ms"
+        )
+    return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    """Start the stack, run the traffic through the faults, drain, count and report."""
+    parser = bench_parser(__doc__)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--repos", type=int, default=4)
     args = parser.parse_args()
@@ -230,164 +305,26 @@ def main() -> None:
     broker = f"redis://127.0.0.1:{redis_port}/0"
     github, github_server = start_github(root / "github")
     with console.status("building target repositories"):
-        repos = []
-        for index in range(args.repos):
-            source = root / f"source-{index}"
-            head = build_target(source)
-            name = f"acme/trt-{index}"
-            repo = github.create_repo(name, source)
-            repo.permissions["maintainer"] = "write"
-            repos.append((name, head))
+        repos = publish_targets(github, root, args.repos)
         failing_console = run_tests(root / "source-0").console
-    env = {
-        "REPAIRBOT_ENVIRONMENT": "test",
-        "REPAIRBOT_DATA_DIR": str(root / "data"),
-        # Required outside development: the targets are built in this run's folder.
-        "REPAIRBOT_REPOSITORY_ROOTS": f'["{root!s}"]',
-        "REPAIRBOT_DATABASE_URL": db_url,
-        "REPAIRBOT_BROKER_URL": broker,
-        "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
-        "REPAIRBOT_CI_TOKEN": CI_TOKEN,
-        "REPAIRBOT_GITHUB_API_URL": github.url,
-        "REPAIRBOT_GITHUB_TOKEN": TOKEN,
-        "REPAIRBOT_GITHUB_GIT_URL_TEMPLATE": github.git_url_template,
-        "REPAIRBOT_GITHUB_SECONDS_BETWEEN_WRITES": "0",
-        "REPAIRBOT_EMBEDDED_WORKER": "false",
-        "REPAIRBOT_RECONCILE_INTERVAL_S": "5",
-        "REPAIRBOT_STALE_AFTER_S": "120",
-        "REPAIRBOT_VERIFY_FALLBACK_AFTER_S": "5",
-    }
-    port = free_port()
-    api = start(
-        [str(BIN / "repairbot"), "serve", "--no-worker", "--port", str(port)],
-        env,
-        root / "api.log",
-        f"http://127.0.0.1:{port}/readyz",
-    )
-    workers = [
-        subprocess.Popen(
-            [str(BIN / "repairbot"), "worker", "-Q", "repair,cpu", "-n", f"w{i}@%h"],
-            env={**os.environ, **env},
-            stdout=(root / f"worker{i}.log").open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for i in range(2)
-    ]
+    stack = Stack.launch(root, soak_env(root, db_url, broker, github), redis, redis_port)
     tally = Tally()
     seconds = args.minutes * 60
     until = time.monotonic() + seconds
     sender = threading.Thread(
         target=traffic,
-        args=(f"http://127.0.0.1:{port}", github, repos, failing_console, tally, until, db_url),
+        args=(stack.api_url, github, repos, failing_console, tally, until, db_url),
     )
     sender.start()
-    faults: list[str] = []
-    time.sleep(seconds / 3)
-    os.killpg(workers[0].pid, signal.SIGKILL)
-    workers[0].wait()
-    faults.append(f"{time.strftime('%H:%M:%S')} worker w0 killed with SIGKILL")
-    workers[0] = subprocess.Popen(
-        [str(BIN / "repairbot"), "worker", "-Q", "repair,cpu", "-n", "w2@%h"],
-        env={**os.environ, **env},
-        stdout=(root / "worker2.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    time.sleep(seconds / 3)
-    redis.kill()
-    redis.wait()
-    time.sleep(3)
-    redis = start_redis(redis_port)
-    faults.append(f"{time.strftime('%H:%M:%S')} Redis killed (nothing persisted) and restarted")
+    faults = inject_faults(stack, seconds)
     sender.join()
-    engine = create_engine(db_url)
-    with console.status("draining: waiting for every delivery, report, run and verification"):
-        deadline = time.monotonic() + 900
-        while True:
-            with engine.connect() as connection:
-                pending = connection.execute(
-                    text(
-                        "SELECT (SELECT count(*) FROM deliveries WHERE outcome = 'stored')"
-                        " + (SELECT count(*) FROM reports WHERE classified_at IS NULL)"
-                        " + (SELECT count(*) FROM repair_runs WHERE state IN"
-                        "    ('received','classified','swept','patched','verifying'))"
-                        " + (SELECT count(*) FROM verifications"
-                        "    WHERE state IN ('queued','running'))"
-                    )
-                ).scalar_one()
-            if pending == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(2)
-    with engine.connect() as connection:
-        stored = {
-            key.removeprefix("github:")
-            for (key,) in connection.execute(
-                text("SELECT key FROM deliveries WHERE source = 'github'")
-            )
-        }
-        unprocessed = connection.execute(
-            text("SELECT count(*) FROM deliveries WHERE outcome = 'stored'")
-        ).scalar_one()
-        reports = connection.execute(text("SELECT count(*) FROM reports")).scalar_one()
-        unclassified = connection.execute(
-            text("SELECT count(*) FROM reports WHERE classified_at IS NULL")
-        ).scalar_one()
-        live_runs = connection.execute(
-            text(
-                "SELECT count(*) FROM repair_runs WHERE state IN "
-                "('received','classified','swept','patched','verifying')"
-            )
-        ).scalar_one()
-        prs = connection.execute(
-            text("SELECT repository, count(*) FROM fixes GROUP BY repository")
-        ).all()
-        verifications = connection.execute(
-            text("SELECT state, count(*) FROM verifications GROUP BY state")
-        ).all()
-        double_writes = connection.execute(
-            text("SELECT count(*) - count(DISTINCT key) FROM github_writes")
-        ).scalar_one()
-    engine.dispose()
-    for process in workers:
-        os.killpg(process.pid, signal.SIGTERM)
-    stop(api)
-    redis.terminate()
+    counts = drain_and_count(db_url, console)
+    stack.stop()
     github_server.shutdown()
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
-    lost = (
-        len(tally.valid_deliveries - stored)
-        + unprocessed
-        + (len(tally.failures) - reports)
-        + unclassified
-        + live_runs
-    )
-    lost += sum(1 for name, _ in repos if name not in {r for r, _ in prs})
-    duplicated = sum(count - 1 for _, count in prs if count > 1) + max(0, double_writes)
-    console.print(f"ran {args.minutes:.1f} min; faults: " + "; ".join(faults))
-    console.print(
-        f"deliveries: {len(tally.valid_deliveries)} valid unique sent, {len(stored)} stored, "
-        f"{unprocessed} unprocessed; forged {tally.forged}, accepted {tally.forged_accepted}"
-    )
-    console.print(
-        f"failures: {len(tally.failures)} posted, {reports} stored, {unclassified} unclassified; "
-        f"runs still live: {live_runs}"
-    )
-    console.print(
-        f"fix PRs per repository: {dict(prs)} (expected 1 each); "
-        f"verifications: {dict(verifications)}; "
-        f"/bot run commands: {tally.commands}"
-    )
-    console.print(
-        f"[bold]lost: {lost}, duplicated: {duplicated}[/bold]; "
-        f"client errors during faults: {len(tally.errors)}"
-    )
-    for kind, values in sorted(tally.latencies.items()):
-        console.print(
-            f"  {kind:12} n={len(values):5}  p50 {percentile(values, 0.5) * 1000:7.1f} ms  "
-            f"p99 {percentile(values, 0.99) * 1000:7.1f} ms"
-        )
+    for line in summary(args.minutes, faults, tally, counts, repos):
+        console.print(line)
     console.print(f"logs: {root}")
 
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
@@ -68,6 +69,7 @@ def plant(root: Path) -> list[Path]:
 def best(
     repeat: int, run: Callable[[], object], before: Callable[[], object] | None = None
 ) -> float:
+    """The shortest of ``repeat`` timed calls of ``run``, each after an untimed ``before``."""
     times = []
     for _ in range(repeat):
         if before is not None:
@@ -78,14 +80,18 @@ def best(
     return min(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--keep", type=Path, default=None, help="build the tree here and keep it")
-    args = parser.parse_args()
-    console = Console()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="rb-bench-"))
-    root = work / "torch"
+@dataclass(frozen=True)
+class Timings:
+    """Seconds of each measure, all on the same tree in the same run."""
+
+    grep: float
+    full: float
+    resweep: float
+    parse_all: float
+
+
+def copy_torch(root: Path, console: Console) -> None:
+    """Copy the installed torch package's .py files to ``root``."""
     source = Path(torch.__file__).parent
     files = [p for p in source.rglob("*.py") if "__pycache__" not in p.parts]
     with Progress(console=console, transient=True) as progress:
@@ -95,76 +101,108 @@ def main() -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
             progress.advance(task)
+
+
+def time_grep(root: Path, repeat: int) -> float:
+    """``grep -r -l SpecWorkerBase`` over the tree, with the page cache warmed first."""
+    grep = ["grep", "-r", "-l", "SpecWorkerBase", str(root)]
+    subprocess.run(grep, capture_output=True, check=False)  # warm the page cache
+    return best(repeat, lambda: subprocess.run(grep, capture_output=True, check=False))
+
+
+def time_full_sweep(root: Path, repeat: int) -> float:
+    """A sweep with an empty cache, after checking that it finds the planted violations."""
+    found = run_sweep(root).report
+    renames = [v for v in found.violations if v.fix == "rename"]
+    stubs = [v for v in found.violations if v.fix == "stub"]
+    assert (len(renames), len(stubs)) == (8, 1), found.violations
+    return best(repeat, lambda: run_sweep(root, cache=IndexCache()))
+
+
+def time_resweep(root: Path, changed: Path, repeat: int) -> tuple[float, int]:
+    """A re-sweep with a warm cache after each change of ``changed``; also the files it read."""
+    cache = IndexCache()
+    run_sweep(root, cache=cache)
+    counter = iter(range(10**6))
+
+    def touch() -> None:
+        with changed.open("a") as handle:
+            handle.write(f"# edit {next(counter)}\n")
+
+    reads: list[int] = []
+    seconds = best(
+        repeat,
+        lambda: reads.append(run_sweep(root, cache=cache).index.stats.read),
+        before=touch,
+    )
+    return seconds, reads[-1]
+
+
+def time_parse_all(files: list[Path], console: Console) -> float:
+    """LibCST-parsing every one of ``files`` once (baseline 2)."""
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("LibCST-parsing every file (baseline)", total=len(files))
+        start = time.perf_counter()
+        for path in files:
+            with contextlib.suppress(Exception):  # a file LibCST rejects still cost its time
+                cst.parse_module(path.read_bytes())
+            progress.advance(task)
+        return time.perf_counter() - start
+
+
+def results_table(t: Timings) -> Table:
+    """Each measure against its target."""
+    table = Table(title="repairbot sweep benchmark (same run, same tree)")
+    for column in ("measure", "seconds", "ratio", "target", "met"):
+        table.add_column(column)
+    rows = [
+        ("grep -r (baseline)", t.grep, "1x", "", ""),
+        ("full sweep / grep", t.full, f"{t.full / t.grep:.1f}x", "<= 20x", t.full / t.grep <= 20),
+        (
+            "parse-all / full sweep",
+            t.parse_all,
+            f"{t.parse_all / t.full:.0f}x faster",
+            ">= 50x",
+            t.parse_all / t.full >= 50,
+        ),
+        (
+            "re-sweep / grep",
+            t.resweep,
+            f"{t.resweep / t.grep:.1f}x",
+            "<= 5x",
+            t.resweep / t.grep <= 5,
+        ),
+    ]
+    for name, seconds, ratio, target, met in rows:
+        table.add_row(name, f"{seconds:.3f}", ratio, target, "" if met == "" else str(met))
+    return table
+
+
+def main() -> None:
+    """Build the tree, time each measure and print them with their ratios and targets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", type=Path, default=None, help="build the tree here and keep it")
+    args = parser.parse_args()
+    console = Console()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="rb-bench-"))
+    root = work / "torch"
+    copy_torch(root, console)
     planted = plant(root)
     all_files = sorted(root.rglob("*.py"))
     size = sum(p.stat().st_size for p in all_files)
     console.print(
         f"tree: {len(all_files)} files, {size / 1e6:.1f} MB, {PLANTED_FILES} planted files"
     )
-
-    grep = ["grep", "-r", "-l", "SpecWorkerBase", str(root)]
-    subprocess.run(grep, capture_output=True, check=False)  # warm the page cache
-    t_grep = best(args.repeat, lambda: subprocess.run(grep, capture_output=True, check=False))
+    t_grep = time_grep(root, args.repeat)
     console.print(f"grep -r: {t_grep:.3f} s")
-
-    found = run_sweep(root).report
-    renames = [v for v in found.violations if v.fix == "rename"]
-    stubs = [v for v in found.violations if v.fix == "stub"]
-    assert (len(renames), len(stubs)) == (8, 1), found.violations
-    t_full = best(args.repeat, lambda: run_sweep(root, cache=IndexCache()))
+    t_full = time_full_sweep(root, args.repeat)
     console.print(f"full sweep: {t_full:.3f} s ({t_full / t_grep:.1f}x grep)")
-
-    cache = IndexCache()
-    run_sweep(root, cache=cache)
-    counter = iter(range(10**6))
-
-    def touch() -> None:
-        with planted[3].open("a") as handle:
-            handle.write(f"# edit {next(counter)}\n")
-
-    reads: list[int] = []
-    t_resweep = best(
-        args.repeat,
-        lambda: reads.append(run_sweep(root, cache=cache).index.stats.read),
-        before=touch,
-    )
-    reread = reads[-1]
+    t_resweep, reread = time_resweep(root, planted[3], args.repeat)
     console.print(f"re-sweep: {t_resweep:.3f} s ({t_resweep / t_grep:.1f}x grep)")
-
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("LibCST-parsing every file (baseline)", total=len(all_files))
-        start = time.perf_counter()
-        for path in all_files:
-            with contextlib.suppress(Exception):  # a file LibCST rejects still cost its time
-                cst.parse_module(path.read_bytes())
-            progress.advance(task)
-        t_parse_all = time.perf_counter() - start
+    t_parse_all = time_parse_all(all_files, console)
     console.print(f"LibCST parse of every file: {t_parse_all:.1f} s")
-
-    table = Table(title="repairbot sweep benchmark (same run, same tree)")
-    for column in ("measure", "seconds", "ratio", "target", "met"):
-        table.add_column(column)
-    rows = [
-        ("grep -r (baseline)", t_grep, "1x", "", ""),
-        ("full sweep / grep", t_full, f"{t_full / t_grep:.1f}x", "<= 20x", t_full / t_grep <= 20),
-        (
-            "parse-all / full sweep",
-            t_parse_all,
-            f"{t_parse_all / t_full:.0f}x faster",
-            ">= 50x",
-            t_parse_all / t_full >= 50,
-        ),
-        (
-            "re-sweep / grep",
-            t_resweep,
-            f"{t_resweep / t_grep:.1f}x",
-            "<= 5x",
-            t_resweep / t_grep <= 5,
-        ),
-    ]
-    for name, seconds, ratio, target, met in rows:
-        table.add_row(name, f"{seconds:.3f}", ratio, target, "" if met == "" else str(met))
-    console.print(table)
+    console.print(results_table(Timings(t_grep, t_full, t_resweep, t_parse_all)))
     console.print(f"re-sweep read {reread} file(s) after a one-file change")
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

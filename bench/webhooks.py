@@ -12,23 +12,35 @@ Targets (issue #5): >= 50% of the bare rate, p99 <= 50 ms at half of peak, nothi
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sqlite3
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.service import BIN, free_port, percentile, start, stop
-from bot.github.signature import sign
+from bench.harness import (
+    WEBHOOK_SECRET,
+    bench_parser,
+    percentile_ms,
+    serve_command,
+    service_env,
+    serving,
+)
+from bench.service import BIN, free_port
+from bot.intake.webhook_auth import sign
 
-SECRET = "bench-webhook-secret-0123456789"
+if TYPE_CHECKING:
+    from rich.console import Console
+
+WARM_UP = 50  # deliveries sent before each peak-rate phase
 
 
 def delivery(index: int, run: str) -> tuple[bytes, dict[str, str]]:
@@ -43,7 +55,7 @@ def delivery(index: int, run: str) -> tuple[bytes, dict[str, str]]:
     headers = {
         "X-GitHub-Event": "issue_comment",
         "X-GitHub-Delivery": f"{run}-{index}",
-        "X-Hub-Signature-256": sign(SECRET.encode(), body),
+        "X-Hub-Signature-256": sign(WEBHOOK_SECRET.encode(), body),
         "Content-Type": "application/json",
     }
     return body, headers
@@ -79,16 +91,69 @@ async def blast(
 
 def measure(url: str, count: int, concurrency: int, run: str) -> float:
     """Peak deliveries per second."""
-    asyncio.run(blast(url, 50, concurrency, f"{run}-warm"))
+    asyncio.run(blast(url, WARM_UP, concurrency, f"{run}-warm"))
     began = time.perf_counter()
     asyncio.run(blast(url, count, concurrency, run))
     return count / (time.perf_counter() - began)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+@dataclass(frozen=True)
+class Figures:
+    """What the phases measured: both peak rates and the paced latencies of repairbot."""
+
+    bare_rate: float
+    ours_rate: float
+    paced: list[float]
+
+
+def expected_deliveries(requests: int) -> int:
+    """Deliveries accepted over the run: the warm-up, the peak phase and the paced phase."""
+    return WARM_UP + requests + requests // 2
+
+
+def run_phases(
+    console: Console, bare_url: str, ours_url: str, requests: int, concurrency: int
+) -> Figures:
+    """Phase 1, the peak rate of each server; phase 2, repairbot paced at half of its peak."""
+    with console.status("peak rate: bare endpoint"):
+        bare_rate = measure(bare_url, requests, concurrency, "bare")
+    with console.status("peak rate: repairbot"):
+        ours_rate = measure(ours_url, requests, concurrency, "peak")
+    with console.status("repairbot at half of its peak rate"):
+        paced = asyncio.run(
+            blast(ours_url, requests // 2, concurrency, "paced", rate=ours_rate / 2)
+        )
+    return Figures(bare_rate, ours_rate, paced)
+
+
+def stored_deliveries(database: Path) -> int:
+    """How many deliveries repairbot's SQLite database holds."""
+    with sqlite3.connect(database) as db:
+        return int(db.execute("SELECT count(*) FROM deliveries").fetchone()[0])
+
+
+def print_results(console: Console, figures: Figures, stored: int, expected: int) -> None:
+    """The rates, their ratio, the paced latencies and the count of stored rows."""
+    bare_rate, ours_rate, paced = figures.bare_rate, figures.ours_rate, figures.paced
+    console.print(f"bare HMAC-only endpoint: {bare_rate:8.0f} deliveries/s")
+    console.print(f"repairbot (persisted):   {ours_rate:8.0f} deliveries/s")
+    console.print(f"ratio to bare: {ours_rate / bare_rate:.2f}x  (target >= 0.50x)")
+    console.print(
+        f"at half of peak ({ours_rate / 2:.0f}/s): p50 {percentile_ms(paced, 0.5):.1f} ms, "
+        f"p99 {percentile_ms(paced, 0.99):.1f} ms  (target p99 <= 50 ms)"
     )
+    console.print(f"rows stored: {stored} of {expected} accepted  (lost: {expected - stored})")
+
+
+def bare_command(port: int) -> list[str]:
+    """The bare HMAC-only endpoint (bench/bare_webhook_app.py) under uvicorn on ``port``."""
+    app = "bench.bare_webhook_app:app"
+    return [str(BIN / "uvicorn"), app, "--port", str(port), "--log-level", "warning"]
+
+
+def main() -> None:
+    """Start both servers, run the phases, count the stored rows and print the figures."""
+    parser = bench_parser(__doc__)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
@@ -97,69 +162,18 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory(prefix="repairbot-bench-") as tmp:
         data = Path(tmp) / "data"
-        env = {
-            "REPAIRBOT_ENVIRONMENT": "test",
-            "REPAIRBOT_DATA_DIR": str(data),
-            # Required outside development: the targets are built in this run's folder.
-            "REPAIRBOT_REPOSITORY_ROOTS": f'["{data.parent!s}"]',
-            "REPAIRBOT_GITHUB_WEBHOOK_SECRET": SECRET,
-            "REPAIRBOT_CI_TOKEN": "bench-ci-token-0123456789",
-            "REPAIRBOT_EMBEDDED_WORKER": "false",
-            "BENCH_SECRET": SECRET,
-        }
+        env = service_env(
+            data, data.parent, REPAIRBOT_EMBEDDED_WORKER="false", BENCH_SECRET=WEBHOOK_SECRET
+        )
         bare_port, ours_port = free_port(), free_port()
-        bare = start(
-            [
-                str(BIN / "uvicorn"),
-                "bench.bare_webhook_app:app",
-                "--port",
-                str(bare_port),
-                "--log-level",
-                "warning",
-            ],
-            env,
-            Path(tmp) / "bare.log",
-            f"http://127.0.0.1:{bare_port}/healthz",
-        )
-        ours = start(
-            [str(BIN / "repairbot"), "serve", "--port", str(ours_port)],
-            env,
-            Path(tmp) / "ours.log",
-            f"http://127.0.0.1:{ours_port}/readyz",
-        )
-        try:
-            with console.status("peak rate: bare endpoint"):
-                bare_rate = measure(
-                    f"http://127.0.0.1:{bare_port}", args.requests, args.concurrency, "bare"
-                )
-            with console.status("peak rate: repairbot"):
-                ours_rate = measure(
-                    f"http://127.0.0.1:{ours_port}", args.requests, args.concurrency, "peak"
-                )
-            with console.status("repairbot at half of its peak rate"):
-                paced = asyncio.run(
-                    blast(
-                        f"http://127.0.0.1:{ours_port}",
-                        args.requests // 2,
-                        args.concurrency,
-                        "paced",
-                        rate=ours_rate / 2,
-                    )
-                )
-        finally:
-            stop(ours)
-            stop(bare)
-        with sqlite3.connect(data / "repairbot.db") as db:
-            stored = db.execute("SELECT count(*) FROM deliveries").fetchone()[0]
-    expected = 50 + args.requests + args.requests // 2
-    console.print(f"bare HMAC-only endpoint: {bare_rate:8.0f} deliveries/s")
-    console.print(f"repairbot (persisted):   {ours_rate:8.0f} deliveries/s")
-    console.print(f"ratio to bare: {ours_rate / bare_rate:.2f}x  (target >= 0.50x)")
-    console.print(
-        f"at half of peak ({ours_rate / 2:.0f}/s): p50 {percentile(paced, 0.5) * 1000:.1f} ms, "
-        f"p99 {percentile(paced, 0.99) * 1000:.1f} ms  (target p99 <= 50 ms)"
-    )
-    console.print(f"rows stored: {stored} of {expected} accepted  (lost: {expected - stored})")
+        bare_log, ours_log = Path(tmp) / "bare.log", Path(tmp) / "ours.log"
+        with (
+            serving(bare_command(bare_port), bare_port, env, bare_log, "/healthz") as bare_url,
+            serving(serve_command(ours_port), ours_port, env, ours_log) as ours_url,
+        ):
+            figures = run_phases(console, bare_url, ours_url, args.requests, args.concurrency)
+        stored = stored_deliveries(data / "repairbot.db")
+    print_results(console, figures, stored, expected_deliveries(args.requests))
 
 
 if __name__ == "__main__":

@@ -159,10 +159,6 @@ class Settings(BaseSettings):
     github_actions_max_log_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1, description="A longer job log is refused, not truncated"
     )
-    test_pause_file: Path | None = Field(
-        default=None,
-        description="Tests only: a repair waits before opening its PR while this exists",
-    )
 
     @field_validator("worker_queues", "verify_fallback_queues")
     @classmethod

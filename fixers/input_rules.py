@@ -2,7 +2,7 @@
 
 Every rule is a pure function answering "what is wrong with this value" (None: nothing), so the
 HTTP API (query parameters) and the failure-analysis document (JSON fields) refuse the same
-values with the same words, and the code further down (``bot.forge.git``, the verification
+values with the same words, and the code further down (``bot.git``, the verification
 queues) can check again without re-stating the rule.
 """
 

@@ -90,7 +90,7 @@ class FileChange:
 
 
 @dataclass
-class SweepReport:
+class SweepResult:
     """Everything one sweep found in one tree."""
 
     root: str
@@ -132,7 +132,7 @@ class SweepReport:
 class FixResult:
     """A sweep plus the changes made for it and everything left alone."""
 
-    report: SweepReport
+    report: SweepResult
     changes: list[FileChange]
     skips: list[Skip]
 

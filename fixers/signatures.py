@@ -10,6 +10,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from fixers.codemods.registry import builtin_codemods
+from fixers.contracts import BUILTIN_CONTRACTS
+
 UNCLASSIFIED = "unclassified"
 
 
@@ -54,10 +57,28 @@ class Signature:
 
 def names_a_contract_hook(methods: str) -> bool:
     """Whether a ``'a', 'b'`` / ``a, b`` method list names the hook of a built-in contract."""
-    from fixers.contracts import BUILTIN_CONTRACTS
-
     names = {name.strip().strip("'\"") for name in methods.split(",")}
     return any(contract.hook in names for contract in BUILTIN_CONTRACTS)
+
+
+def known_fixers() -> tuple[str, ...]:
+    """The ``fixer`` values a signature may name: each registered codemod's ``fixer``."""
+    return builtin_codemods().fixers()
+
+
+def _parse_fixer(entry: Mapping[str, Any], where: str) -> str | None:
+    fixer = entry.get("fixer")
+    if fixer is None:
+        return None
+    if not isinstance(fixer, str):
+        raise SignatureError(f"{where}: 'fixer' must be a string when present")
+    known = known_fixers()
+    if fixer not in known:
+        raise SignatureError(
+            f"{where}: unknown fixer {fixer!r}; known fixers: {', '.join(known)} "
+            "(each codemod's CODEMOD.fixer in fixers/codemods/)"
+        )
+    return fixer
 
 
 def _require(entry: Mapping[str, Any], key: str, where: str) -> str:
@@ -86,9 +107,7 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
         pattern = re.compile(_require(entry, "pattern", where))
     except re.error as exc:
         raise SignatureError(f"{where}: pattern does not compile: {exc}") from exc
-    fixer = entry.get("fixer")
-    if fixer is not None and not isinstance(fixer, str):
-        raise SignatureError(f"{where}: 'fixer' must be a string when present")
+    fixer = _parse_fixer(entry, where)
     raw_examples = entry.get("example", [])
     if not isinstance(raw_examples, Sequence):
         raise SignatureError(f"{where}: 'example' must be an array of tables")

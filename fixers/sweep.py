@@ -18,7 +18,7 @@ from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_confi
 from fixers.evidence import check_imports, parse_problem, scope_problem
 from fixers.fix_plan import FilePlan, Step, plan_fixes
 from fixers.index import Hierarchy, IndexCache, RepoIndex
-from fixers.outcome import Evidence, FileChange, FixResult, Skip, SweepReport
+from fixers.outcome import Evidence, FileChange, FixResult, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
 from fixers.violation_types import Note, Violation
@@ -31,7 +31,7 @@ Progress = Callable[[int, int], None]
 class SweepState:
     """A report plus what fixing needs from the sweep (index, hierarchies, config)."""
 
-    report: SweepReport
+    report: SweepResult
     index: RepoIndex
     hierarchies: list[Hierarchy]
     config: RepoConfig
@@ -81,7 +81,7 @@ def run_sweep(
         violations.extend(found)
         notes.extend(observed)
     skips = [Skip(rel, reason) for rel, reason in sorted(index.errors.items())]
-    report = SweepReport(
+    report = SweepResult(
         root=str(root),
         contracts=contracts,
         listing=index.listing,
@@ -96,7 +96,7 @@ def run_sweep(
     return SweepState(report, index, hierarchies, config)
 
 
-def sweep(root: Path, contracts: list[Contract] | None = None, **kwargs: object) -> SweepReport:
+def sweep(root: Path, contracts: list[Contract] | None = None, **kwargs: object) -> SweepResult:
     """The report of ``run_sweep`` (the keyword options are the same)."""
     return run_sweep(root, contracts, **kwargs).report  # type: ignore[arg-type]
 

@@ -8,6 +8,8 @@ from typing import Literal
 from fixers.state_flow import Observation
 
 Kind = Literal["forbidden-override", "missing-hook", "transient-state", "deferred-fixup"]
+# One value per codemod's ``CODEMOD.fix`` (fixers/codemods/): kept a Literal for mypy, and
+# tests/fixers/codemods/test_registry.py fails when it and the registry disagree.
 Fix = Literal["rename", "stub", "snapshot", "pending-flag"]
 Save = tuple[str, str, str, str]  # (holder, param, attr, "value" | "tensor")
 

@@ -1,7 +1,8 @@
 """Conformance suite for SpecWorkerBase workers, usable on any package that follows the contract.
 
-Discovery: import a package (by module path), walk its modules (skipping `test*`, `conftest` and
-`tests` modules), and collect every `SpecWorkerBase` subclass defined there - no hard-coded list.
+Discovery (`runtime.discovery`, re-exported here): import a package (by module path), walk its
+modules (skipping `test*`, `conftest` and `tests` modules), and collect every `SpecWorkerBase`
+subclass defined there - no hard-coded list.
 
 Construction convention: a concrete worker class is built as `cls(SpecConfig(...))` with every
 other argument defaulted, and builds its draft network with `worker.make_draft_model(target)`
@@ -24,34 +25,40 @@ Command line (from the repository root; exit status 0 when everything passes, 1 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import functools
-import importlib
 import inspect
-import logging
-import pkgutil
 import sys
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from runtime.attention import diff_snapshots
+from runtime.discovery import DEFAULT_PACKAGE, discover_workers
 from runtime.engine import Engine, Step
 from runtime.faults import FaultInjector, InjectedFault
 from runtime.model import TinyLM, build_model
-from runtime.speculative.interface import (
-    SpecConfig,
-    SpecWorkerBase,
-    contract_guard_disabled,
-    guard_message,
-    violates_guard,
-)
+from runtime.speculative.interface import SpecConfig, SpecWorkerBase, guard_message, violates_guard
 
-DEFAULT_PACKAGE = "runtime.speculative"
+__all__ = [
+    "DEFAULT_PACKAGE",
+    "DRAFT_POINT",
+    "CheckResult",
+    "FaultCase",
+    "Scenario",
+    "build_engine",
+    "check_failure",
+    "check_guard",
+    "check_instantiable",
+    "check_success",
+    "clean_run",
+    "discover_workers",
+    "fault_cases",
+    "main",
+    "run_suite",
+]
+
 DRAFT_POINT = "draft_model"  # injection point name of the draft model's calls
 
 
@@ -103,54 +110,6 @@ class CheckResult:
     def ok(self) -> bool:
         """Whether the check passed."""
         return not self.problems
-
-
-# -- discovery ---------------------------------------------------------------------------------
-
-
-def _skip_module(name: str) -> bool:
-    last = name.rsplit(".", 1)[-1]
-    return last.startswith("test") or last in ("conftest", "tests")
-
-
-@contextlib.contextmanager
-def _import_context(paths: tuple[str, ...], guard: bool) -> Iterator[None]:
-    for p in reversed(paths):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    with contextlib.ExitStack() as stack:
-        if not guard:
-            stack.enter_context(contract_guard_disabled())
-        yield
-
-
-def discover_workers(
-    package: str, *, paths: tuple[str, ...] = (), guard: bool = True
-) -> list[type[SpecWorkerBase]]:
-    """Every SpecWorkerBase subclass defined in `package` or its submodules, in import order.
-
-    `paths` are prepended to `sys.path`; `guard=False` imports with the class-creation guard off
-    (pre-contract code). Import errors propagate: a package that cannot be imported fails.
-    """
-    with _import_context(paths, guard):
-        root = importlib.import_module(package)
-        modules: list[types.ModuleType] = [root]
-        if hasattr(root, "__path__"):
-            for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
-                if not _skip_module(info.name):
-                    modules.append(importlib.import_module(info.name))
-    found: list[type[SpecWorkerBase]] = []
-    for module in modules:
-        for obj in vars(module).values():
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, SpecWorkerBase)
-                and obj is not SpecWorkerBase
-                and obj.__module__ == module.__name__
-                and obj not in found
-            ):
-                found.append(obj)
-    return found
 
 
 # -- building and running ------------------------------------------------------------------------
@@ -354,51 +313,9 @@ def _safe(check: Callable[[], list[str]]) -> list[str]:
         return [f"check crashed: {type(exc).__name__}: {exc}"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m runtime.conformance",
-        description="Run the SpecWorkerBase conformance suite on every worker of a package.",
-    )
-    parser.add_argument("package", nargs="?", default=DEFAULT_PACKAGE, help="module path to scan")
-    parser.add_argument("--path", action="append", default=[], help="directory to put on sys.path")
-    parser.add_argument(
-        "--no-guard", action="store_true", help="import with the class-creation guard off"
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="print failures only")
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show the runtime's warnings (restore hooks)"
-    )
-    args = parser.parse_args(argv)
-    logging.getLogger("runtime").setLevel(logging.WARNING if args.verbose else logging.ERROR)
-    torch.set_num_threads(1)  # tiny models: intra-op threads only add contention
-
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console()
-
-    def show(result: CheckResult) -> None:
-        if result.ok and not args.quiet:
-            console.print(f"[green]PASS[/] {result.worker} {result.check}")
-        for problem in result.problems:
-            console.print(f"[red]FAIL[/] {escape(f'{result.worker} {result.check}: {problem}')}")
-
-    try:
-        results = run_suite(
-            args.package, paths=tuple(args.path), guard=not args.no_guard, progress=show
-        )
-    except Exception as exc:
-        console.print(f"cannot import {args.package}: {type(exc).__name__}: {exc}", markup=False)
-        return 1
-    if not results:
-        console.print(f"no SpecWorkerBase subclass found in {args.package}")
-        return 1
-    failed = [r for r in results if not r.ok]
-    workers = len({r.worker for r in results})
-    console.print(f"{len(results) - len(failed)}/{len(results)} checks passed on {workers} workers")
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
+    # The command line lives apart: it needs rich, and the runtime itself (its tests on a GPU
+    # machine) needs only torch.
+    from runtime.conformance_cli import main
+
     sys.exit(main())

@@ -7,7 +7,7 @@
 # Uses $PYTHON, else the repository's .venv, else python3 - any Python with torch and pytest.
 # Writes to ${OUT:-./gpu-results}:
 #   device.txt        nvidia-smi output and torch's view of the device (name, capability, versions)
-#   gpu-tests.xml     JUnit XML of `pytest runtime/tests -m gpu`
+#   gpu-tests.xml     JUnit XML of `pytest tests/runtime -m gpu`
 #   gpu-tests.log     the pytest console output
 #   bench-cuda.txt    bench/runtime.py on CUDA at batch 1 and 8 (+ .json)
 #   verify-demo.json  the verification runner on the demo repository (verdict, device)
@@ -44,7 +44,9 @@ if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
     exit 2
 fi
 
-"$PYTHON" -m pytest runtime/tests -m gpu -p no:cacheprovider -q \
+# --confcutdir: only tests/runtime/conftest.py, not tests/conftest.py (whose service fixtures
+# need the bot's dependencies), so torch and pytest are all the GPU tests need.
+"$PYTHON" -m pytest tests/runtime -m gpu -p no:cacheprovider -q --confcutdir tests/runtime \
     --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
 tests_rc=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests_rc" >> "$summary"

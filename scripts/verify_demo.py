@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.demo import build_target
-from bot.forge.git import commit_all
+from bot.cli.demo_target import build_target
+from bot.git import commit_all
 from bot.runner.verification import VerificationPlan, verify
 from fixers.contracts import SPEC_WORKER_CONTRACT
 from fixers.sandbox import Limits

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +67,23 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "postgresql":
         _truncate(built.resolved_database_url)
     return built
+
+
+@pytest.fixture
+def task_settings() -> Iterator[Callable[[Any], Any]]:
+    """``task_settings(settings)``: the tasks this test runs read ``settings``, as a worker's would.
+
+    Injects them like a process that builds a worker (``bot.queue.celery_app.configure_tasks``)
+    and returns them; calling it again replaces them. Afterwards tasks read the environment's.
+    """
+    from bot.queue.celery_app import configure_tasks, unconfigure_tasks
+
+    def inject(settings: Any) -> Any:
+        configure_tasks(settings)
+        return settings
+
+    yield inject
+    unconfigure_tasks()
 
 
 def _truncate(url: str) -> None:

@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "fixers", "runtime")
 ALLOWED = {
     ("fixers/sandbox/launch.py", "_supervise"): "THE launcher: bubblewrap, rlimits, timeouts",
-    ("bot/forge/git.py", "git"): "git plumbing on our own checkouts; runs no repository code",
-    ("bot/github/mirror.py", "_git"): "git fetch/push of our mirrors; runs no repository code",
+    ("bot/git.py", "git"): "git plumbing on our own checkouts; runs no repository code",
+    (
+        "bot/forges/github/mirror.py",
+        "_git",
+    ): "git fetch/push of our mirrors; runs no repository code",
     ("fixers/repo_files.py", "_git_files"): "`git ls-files`: lists tracked files, runs nothing",
-    ("bot/tasks/embedded.py", "_supervise"): (
+    ("bot/pipeline/embedded.py", "_supervise"): (
         "starts our own `repairbot worker` for the verification queues; it runs target code "
         "only through the launcher"
     ),

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from io import BytesIO
 from typing import Annotated, Any
-from uuid import uuid4
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
@@ -14,13 +12,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from bot.api.body import read_capped_body
+from bot.api.deps import get_app_settings
 from bot.config import Settings
-from bot.db.crud import find_report, insert_delivery
-from bot.db.models import Report
+from bot.db.models import CiFailure
 from bot.db.session import session_scope
-from bot.deps import get_app_settings
-from bot.github.signature import is_valid
-from bot.tasks.enqueue import enqueue_after_commit
+from bot.intake.ci_reports import CiReport, Recording, ReportSource, record_ci_report
+from bot.intake.webhook_auth import is_valid
 from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
@@ -54,7 +51,6 @@ ACCEPTED_MEDIA = frozenset(
         "application/octet-stream",
     }
 )
-_DELIVERY_KEY_LENGTH = 200  # deliveries.key
 
 
 def media_type_problem(content_type: str) -> str | None:
@@ -65,17 +61,6 @@ def media_type_problem(content_type: str) -> str | None:
     return (
         f"unsupported content type {media!r}: send text/plain, application/json or application/xml"
     )
-
-
-def delivery_key(key: str) -> str:
-    """The deliveries.key for a CI report key: itself, or a digest when it would not fit.
-
-    Never a truncation: two long keys sharing a prefix must stay two deliveries.
-    """
-    full = f"ci:{key}"
-    if len(full) <= _DELIVERY_KEY_LENGTH:
-        return full
-    return "ci:sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _authenticate(
@@ -128,53 +113,34 @@ async def post_ci_failure(
         )
     except IntakeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
-    report = _report_row(parsed, meta, idempotency_key)
-    if meta.pipeline and report.pipeline != meta.pipeline:
+    source = _report_source(parsed, meta, idempotency_key)
+    if meta.pipeline and source.pipeline != meta.pipeline:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ"
         )
-    answer, code = await run_in_threadpool(_store, settings, report, body)
+    answer, code = await run_in_threadpool(_store, settings, CiReport(source, body, parsed))
     return JSONResponse(answer, code)
 
 
-def _store(settings: Settings, report: Report, body: bytes) -> tuple[dict[str, Any], int]:
+def _store(settings: Settings, report: CiReport) -> tuple[dict[str, Any], int]:
+    """Record the report: 202 when new, 200 with the first one when repeated, 409 mid-store."""
     with session_scope(settings.resolved_database_url) as session:
-        earlier = find_report(
-            session,
-            idempotency_key=report.idempotency_key,
-            pipeline=report.pipeline,
-            build_number=report.build_number,
-        )
-        if earlier is not None:
-            return _answer(earlier, duplicate=True), status.HTTP_200_OK
-        key = report.idempotency_key or (
-            f"{report.pipeline}#{report.build_number}"
-            if report.pipeline and report.build_number is not None
-            else None
-        )
-        delivery = insert_delivery(
-            session,
-            source="ci",
-            key=delivery_key(key or str(uuid4())),
-            event="ci_failure",
-            action=None,
-            body=body,
-        )
-        if delivery is None:
+        recorded = record_ci_report(session, report)
+        if recorded.report is None:
             raise HTTPException(
                 status.HTTP_409_CONFLICT, "the same report is being stored right now; retry"
             )
-        session.flush()
-        report.delivery_id = delivery.id
-        session.add(report)
-        session.flush()
-        enqueue_after_commit(session, "repairbot.triage", report.id)
-        return _answer(report, duplicate=False), status.HTTP_202_ACCEPTED
+        if recorded.outcome is Recording.DUPLICATE:
+            return _answer(recorded.report, duplicate=True), status.HTTP_200_OK
+        return _answer(recorded.report, duplicate=False), status.HTTP_202_ACCEPTED
 
 
-def _report_row(parsed: FailureReport, meta: ReportMetadata, idempotency_key: str | None) -> Report:
+def _report_source(
+    parsed: FailureReport, meta: ReportMetadata, idempotency_key: str | None
+) -> ReportSource:
+    """The report's own metadata (an analysis document's) first, then the query's."""
     doc = parsed.analysis
-    return Report(
+    return ReportSource(
         idempotency_key=idempotency_key,
         pipeline=doc.pipeline if doc else meta.pipeline,
         build_number=doc.build_number if doc else meta.build_number,
@@ -185,11 +151,8 @@ def _report_row(parsed: FailureReport, meta: ReportMetadata, idempotency_key: st
         base_ref=(doc.base_ref if doc else None) or meta.base_ref,
         base_sha=(doc.base_sha if doc else None) or meta.base_sha,
         stage=meta.stage,
-        format=parsed.format.value,
-        failure_count=len(parsed.failures),
-        findings=[],
     )
 
 
-def _answer(report: Report, *, duplicate: bool) -> dict[str, Any]:
+def _answer(report: CiFailure, *, duplicate: bool) -> dict[str, Any]:
     return {"report_id": report.id, "url": f"/api/v1/reports/{report.id}", "duplicate": duplicate}

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, status
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.db.models import Fix, RepairRun, Report, Verification
-from bot.deps import get_session
+from bot.db.models import CiFailure, Fix, RepairRun, Verification
+from bot.db.request_scope import get_session
 from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(prefix="/api/v1")
@@ -33,7 +33,7 @@ def _run_json(run: RepairRun) -> dict[str, Any]:
     }
 
 
-def _report_json(report: Report, *, detail: bool) -> dict[str, Any]:
+def _report_json(report: CiFailure, *, detail: bool) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": report.id,
         "pipeline": report.pipeline,
@@ -122,9 +122,9 @@ def list_failures(
 ) -> list[dict[str, Any]]:
     """Every failure report received, newest first, unclassified ones included."""
     reports = session.scalars(
-        select(Report)
-        .options(selectinload(Report.runs).selectinload(RepairRun.transitions))
-        .order_by(Report.id.desc())
+        select(CiFailure)
+        .options(selectinload(CiFailure.runs).selectinload(RepairRun.transitions))
+        .order_by(CiFailure.id.desc())
         .limit(limit)
         .offset(offset)
     ).all()
@@ -135,7 +135,7 @@ def list_failures(
 def get_report(report_id: int, session: SessionDep) -> dict[str, Any]:
     """One report with its findings and the state of each repair run."""
     # An id no column can hold names no report: 404, before the driver overflows on it.
-    report = session.get(Report, report_id) if 1 <= report_id <= MAX_SQL_INT else None
+    report = session.get(CiFailure, report_id) if 1 <= report_id <= MAX_SQL_INT else None
     if report is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no report {report_id}")
     return _report_json(report, detail=True)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, status
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from bot.deps import get_session
+from bot.db.request_scope import get_session
 
 router = APIRouter()
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
-from bot.deps import get_session
+from bot.db.request_scope import get_session
 
 router = APIRouter()
 RECENT = 10_000

@@ -1,4 +1,4 @@
-"""``POST /webhooks/github``: verify, dedupe, persist, enqueue after commit, answer 202."""
+"""``POST /webhooks/github``: verify, record (``bot.intake.deliveries``), answer 202."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from bot.api.body import read_capped_body
+from bot.api.deps import get_app_settings
 from bot.config import Settings
-from bot.db.crud import insert_delivery
 from bot.db.session import session_scope
-from bot.deps import get_app_settings
-from bot.github.signature import is_valid
-from bot.tasks.enqueue import enqueue_after_commit
+from bot.intake.deliveries import DeliveryOutcome, GitHubDelivery, record_delivery
+from bot.intake.webhook_auth import is_valid
 
 router = APIRouter()
 
-HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "status", "workflow_job"})
 MAX_DELIVERY_ID = 150  # deliveries.key holds "github:" + the id
 MAX_EVENT = 64  # deliveries.event
 MAX_FORM_FIELDS = 100  # GitHub's form deliveries carry one field, "payload"
@@ -53,48 +51,26 @@ async def github_webhook(
         )
     payload = _parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
+    delivery = GitHubDelivery(x_github_delivery, x_github_event, action, body)
     # Database work runs in a worker thread: a blocking SQLite lock wait must never stall the loop.
-    answer, code = await run_in_threadpool(
-        _store,
-        settings,
-        event=x_github_event,
-        delivery_id=x_github_delivery,
-        action=action,
-        body=body,
-        zen=payload.get("zen"),
-    )
+    answer, code = await run_in_threadpool(_store, settings, delivery, zen=payload.get("zen"))
     return JSONResponse(answer, code)
 
 
 def _store(
-    settings: Settings,
-    *,
-    event: str,
-    delivery_id: str,
-    action: str | None,
-    body: bytes,
-    zen: object,
+    settings: Settings, delivery: GitHubDelivery, *, zen: object
 ) -> tuple[dict[str, Any], int]:
+    """Record the delivery and say how: 200 for a duplicate or a ping, else 202."""
     with session_scope(settings.resolved_database_url) as session:
-        delivery = insert_delivery(
-            session,
-            source="github",
-            key=f"github:{delivery_id}",
-            event=event,
-            action=action,
-            body=body,
-        )
-        if delivery is None:
-            return {"status": "duplicate", "delivery": delivery_id}, status.HTTP_200_OK
-        if event == "ping":
-            delivery.outcome = "processed"
+        recorded = record_delivery(session, delivery)
+        if recorded.outcome is DeliveryOutcome.DUPLICATE or recorded.delivery is None:
+            return {"status": "duplicate", "delivery": delivery.delivery_id}, status.HTTP_200_OK
+        if recorded.outcome is DeliveryOutcome.PONG:
             return {"status": "pong", "zen": zen}, status.HTTP_200_OK
-        if event not in HANDLED_EVENTS:
-            delivery.outcome = "ignored"
-            return {"status": "ignored", "event": event}, status.HTTP_202_ACCEPTED
-        session.flush()
-        enqueue_after_commit(session, "repairbot.process_delivery", delivery.id)
-        return {"status": "accepted", "delivery_id": delivery.id}, status.HTTP_202_ACCEPTED
+        if recorded.outcome is DeliveryOutcome.IGNORED:
+            return {"status": "ignored", "event": delivery.event}, status.HTTP_202_ACCEPTED
+        answer = {"status": "accepted", "delivery_id": recorded.delivery.id}
+        return answer, status.HTTP_202_ACCEPTED
 
 
 def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def register(app: typer.Typer) -> None:
@@ -24,16 +27,12 @@ def demo(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the repair")] = 300,
 ) -> None:
     """Build the legacy target, make its tests fail for real, post the failure, show the PR."""
+    # Imported here, like every subcommand's own dependencies: `repairbot --help` and the other
+    # subcommands start without the HTTP client and the demo target.
     import httpx
 
+    from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
     from bot.config import get_settings
-    from bot.demo import (
-        build_target,
-        post_failure,
-        run_tests,
-        wait_for_runs,
-        wait_for_verification,
-    )
     from bot.runner.sandbox import sandbox_options
     from fixers.input_rules import MAX_SQL_INT
 
@@ -60,25 +59,40 @@ def demo(
         console.print(f"posted the failure: report {answer['report_id']} ({url}{answer['url']})")
         with console.status("waiting for the repair"):
             report = wait_for_runs(client, answer["url"], timeout_s=timeout)
-        for finding in report["findings"]:
-            console.print(
-                f"  found {finding['signature']} {escape(str(finding.get('class_name')))} "
-                f"({finding['test_count']} test(s))"
-            )
-        for run in report["runs"]:
-            console.print(f"  run {run['id']}: {run['state']} — {escape(run['reason'])}")
-            if run["fix_id"]:
-                fix = client.get(f"/api/v1/fixes/{run['fix_id']}").raise_for_status().json()
-                console.print(f"[green]fix PR #{fix['number']}[/green]: {escape(fix['title'])}")
-                console.print(f"  branch {escape(fix['branch'])} in {escape(fix['repository'])}")
-                console.print(f"  files: {escape(', '.join(fix['files']))}")
-                console.print(f"  API: {url}/api/v1/fixes/{fix['id']}")
-                with console.status("verifying the fix (before and after, in the sandbox)"):
-                    verification = wait_for_verification(client, fix["id"], timeout_s=timeout)
-                said = verification["verdict"] or verification["state"]
-                console.print(
-                    f"  verification #{verification['id']}: [bold]{said}[/bold] — "
-                    f"{escape(verification['reason'])}"
-                )
+        _show_outcome(console, client, url, report, timeout_s=timeout)
     if not any(run["fix_id"] for run in report["runs"]):
         raise typer.Exit(1)
+
+
+def _show_outcome(
+    console: Console, client: httpx.Client, url: str, report: dict[str, Any], *, timeout_s: float
+) -> None:
+    """What the service found and did: findings, runs, and each fix PR with its verification."""
+    for finding in report["findings"]:
+        console.print(
+            f"  found {finding['signature']} {escape(str(finding.get('class_name')))} "
+            f"({finding['test_count']} test(s))"
+        )
+    for run in report["runs"]:
+        console.print(f"  run {run['id']}: {run['state']} — {escape(run['reason'])}")
+        if run["fix_id"]:
+            _show_fix(console, client, url, run["fix_id"], timeout_s=timeout_s)
+
+
+def _show_fix(
+    console: Console, client: httpx.Client, url: str, fix_id: int, *, timeout_s: float
+) -> None:
+    from bot.cli.demo_target import wait_for_verification
+
+    fix = client.get(f"/api/v1/fixes/{fix_id}").raise_for_status().json()
+    console.print(f"[green]fix PR #{fix['number']}[/green]: {escape(fix['title'])}")
+    console.print(f"  branch {escape(fix['branch'])} in {escape(fix['repository'])}")
+    console.print(f"  files: {escape(', '.join(fix['files']))}")
+    console.print(f"  API: {url}/api/v1/fixes/{fix['id']}")
+    with console.status("verifying the fix (before and after, in the sandbox)"):
+        verification = wait_for_verification(client, fix["id"], timeout_s=timeout_s)
+    said = verification["verdict"] or verification["state"]
+    console.print(
+        f"  verification #{verification['id']}: [bold]{said}[/bold] — "
+        f"{escape(verification['reason'])}"
+    )

@@ -21,8 +21,8 @@ def reconcile(
 
     from bot.config import get_settings
     from bot.db.migrate import upgrade
-    from bot.tasks.celery_app import configure_celery
-    from bot.tasks.reconcile import reconcile_once
+    from bot.pipeline.reconcile import reconcile_once
+    from bot.queue.celery_app import configure_celery
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)

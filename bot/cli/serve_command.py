@@ -26,19 +26,21 @@ def serve(
     import uvicorn
 
     from bot.api.slow_clients import header_deadline_protocol
+    from bot.app import create_app
     from bot.config import get_settings
     from bot.db.migrate import upgrade
-    from bot.main import create_app
-    from bot.tasks.cleanup import prune_stale_work
-    from bot.tasks.embedded import (
+    from bot.pipeline.cleanup import prune_stale_work
+    from bot.pipeline.embedded import (
         VerificationWorker,
         split_queues,
         start_embedded_worker,
         start_reconciler,
     )
+    from bot.queue.celery_app import configure_tasks
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
+    configure_tasks(settings)  # tasks run in this process (the embedded worker) read these
     stop = threading.Event()
     embedded = worker and settings.embedded_worker
     verifier: VerificationWorker | None = None

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from fixers.contracts import Contract, contract_from_option
-from fixers.outcome import SweepReport
+from fixers.outcome import SweepResult
 from fixers.sweep import Progress as ProgressCallback
 from fixers.sweep import run_sweep
 
@@ -73,7 +73,7 @@ def progress_bar(enabled: bool) -> Iterator[ProgressCallback | None]:
         bar.stop()
 
 
-def print_report(console: Console, report: SweepReport, *, explain: bool = False) -> None:
+def print_report(console: Console, report: SweepResult, *, explain: bool = False) -> None:
     """Violations, skips and config problems, one line each (and the notes with ``explain``)."""
     for error in report.config_errors:
         console.print(f"[yellow]config:[/yellow] {escape(error)}")

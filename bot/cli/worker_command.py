@@ -22,14 +22,14 @@ def worker(
     """Run a Celery worker against the configured broker and database."""
     from bot.config import get_settings
     from bot.db.migrate import upgrade
-    from bot.tasks.celery_app import app as celery_app
-    from bot.tasks.celery_app import configure_celery
-    from bot.tasks.cleanup import prune_stale_work
+    from bot.pipeline.cleanup import prune_stale_work
+    from bot.queue.celery_app import app as celery_app
+    from bot.queue.celery_app import configure_tasks
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
     prune_stale_work(settings)  # worktrees a killed worker left on this host; live ones are leased
-    configure_celery(settings)
+    configure_tasks(settings)  # the worker's tasks read these settings, on their broker
     argv = [
         "worker",
         "-Q",

@@ -1,1 +1,2 @@
-"""``/bot`` commands on fix PRs: the grammar, one handler per subcommand, dispatch and audit."""
+"""``/bot`` commands on fix PRs: one module per subcommand (its ``COMMAND`` spec: grammar,
+handler, help), the shared grammar, the registry that discovers them, dispatch and audit."""

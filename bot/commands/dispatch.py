@@ -4,6 +4,9 @@ Only ``created`` comments on our fix PRs are read; bots (ourselves included) are
 author must have ``admin``/``write`` on the repository (the collaborator-permission endpoint,
 not ``author_association``) or be on ``github_command_users``. A bad command gets the error and
 the usage; nothing runs. Every ``/bot`` line is recorded in ``command_invocations``.
+
+What a command is, who may use it and what it replies come from the ``Registry`` (the
+``COMMAND`` spec of each module of ``bot.commands``); this module knows no command by name.
 """
 
 from __future__ import annotations
@@ -14,13 +17,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-import bot.commands.handlers  # noqa: F401  (registers the handlers)
-from bot.commands.grammar import CommandError, find_command, parse
-from bot.commands.registry import REGISTRY, CommandContext, help_text, parser
+from bot.commands.grammar import CommandError, find_command
+from bot.commands.registry import CommandContext, CommandSpec, Permission, Registry, registry
 from bot.config import Settings
 from bot.db.models import CommandInvocation, Fix, FixState
-from bot.forge.github import GitHubForge
-from bot.github.events import CommentEvent
+from bot.forges.github.events import CommentEvent
+from bot.forges.github.forge import GitHubForge
 
 WRITERS = frozenset({"admin", "write", "maintain"})
 AUDIT_TEXT_CHARS = 4000
@@ -68,6 +70,19 @@ def _fix_for(session: Session, event: CommentEvent) -> Fix | None:
     )
 
 
+def _refusal(
+    settings: Settings, forge: GitHubForge, fix: Fix, event: CommentEvent, spec: CommandSpec
+) -> str | None:
+    """Why ``spec`` may not run here (its permission, then the PR's state), or None."""
+    if spec.permission is Permission.WRITE:
+        refusal = authorised(settings, forge, event)
+        if refusal is not None:
+            return f"Sorry, not running `/bot {spec.name}`: {refusal}."
+    if spec.needs_open_pr and fix.state != FixState.OPEN.value:
+        return f"Not running `/bot {spec.name}`: this PR is {fix.state}."
+    return None
+
+
 def decide(
     session: Session,
     settings: Settings,
@@ -75,36 +90,29 @@ def decide(
     fix: Fix,
     event: CommentEvent,
     line: str,
+    commands: Registry | None = None,
 ) -> Decision:
-    """Parse, authorise and run one command line."""
+    """Parse, authorise and run one command line with ``commands`` (default: the registry)."""
+    commands = commands if commands is not None else registry()
     try:
-        parsed = parse(line, parser())
+        parsed = commands.parse(line)
     except CommandError as exc:
         return Decision("invalid", f"Cannot run `/bot`: {exc}\n\n```\n{exc.usage}\n```")
-    if parsed.name == "help":
-        return Decision("help", help_text(parsed.help_for), "help")
-    refusal = authorised(settings, forge, event)
+    spec = commands[parsed.name]
+    refusal = _refusal(settings, forge, fix, event, spec)
     if refusal is not None:
-        return Decision(
-            "refused",
-            f"Sorry, not running `/bot {parsed.name}`: {refusal}.",
-            parsed.name,
-            parsed.options,
-        )
-    if fix.state != FixState.OPEN.value:
-        return Decision(
-            "refused",
-            f"Not running `/bot {parsed.name}`: this PR is {fix.state}.",
-            parsed.name,
-            parsed.options,
-        )
-    context = CommandContext(session, settings, fix, forge, event.login)
-    reply = REGISTRY[parsed.name].handle(context, parsed.options)
-    return Decision("accepted", reply, parsed.name, parsed.options)
+        return Decision("refused", refusal, parsed.name, parsed.options)
+    context = CommandContext(session, settings, fix, forge, event.login, commands)
+    return Decision(spec.outcome, spec.handle(context, parsed), parsed.name, parsed.options)
 
 
 def handle_comment(
-    session: Session, settings: Settings, forge: GitHubForge, event: CommentEvent, delivery_id: int
+    session: Session,
+    settings: Settings,
+    forge: GitHubForge,
+    event: CommentEvent,
+    delivery_id: int,
+    commands: Registry | None = None,
 ) -> CommandInvocation | None:
     """Act on a ``/bot`` comment; returns the audit row (None: not a command for us)."""
     line = find_command(event.body)
@@ -124,7 +132,7 @@ def handle_comment(
         audit.outcome, audit.reply = "ignored", why
         session.add(audit)
         return audit
-    decision = decide(session, settings, forge, fix, event, line)
+    decision = decide(session, settings, forge, fix, event, line, commands)
     audit.outcome, audit.reply = decision.outcome, decision.reply
     audit.command, audit.arguments = decision.command, _jsonable(decision.arguments or {})
     session.add(audit)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload
 from bot.dashboard.formatting import aware, duration_text, seconds_between
 from bot.dashboard.queries import classes_of
 from bot.dashboard.results import TestResult, test_results
-from bot.db.models import CommandInvocation, Fix, RepairRun, Report, Verification
+from bot.db.models import CiFailure, CommandInvocation, Fix, RepairRun, Verification
 
 STATE_LABELS = {
     "classified": "Classified",
@@ -61,7 +61,7 @@ class FixDetail:
     """Everything ``/fixes/{id}`` shows."""
 
     fix: Fix
-    reports: list[Report]
+    reports: list[CiFailure]
     findings: list[dict[str, Any]]
     classes: list[str]
     verifications: list[VerificationView]
@@ -134,7 +134,7 @@ def _verification(row: Verification) -> VerificationView:
     return VerificationView(row, test_results(row.results, row.tests), log, cut)
 
 
-def _findings(fix: Fix, reports: list[Report]) -> list[dict[str, Any]]:
+def _findings(fix: Fix, reports: list[CiFailure]) -> list[dict[str, Any]]:
     """The findings of this fix's signature (all findings when none match), with the report."""
     everything = [
         {**finding, "report_id": report.id}
@@ -149,69 +149,64 @@ def _findings(fix: Fix, reports: list[Report]) -> list[dict[str, Any]]:
 def timeline(detail: FixDetail) -> list[Event]:
     """Received, classified, swept, PR opened, each verification, comments, merged or closed."""
     fix = detail.fix
-    events: list[Event] = []
+    events = [*_received(detail), *_transitions(detail)]
+    for view in detail.verifications:
+        events += _verification_events(view.row)
+    events += _conversation(detail)
+    if fix.closed_at or fix.state != "open":
+        events.append(Event(fix.closed_at, f"s-{fix.state}", f"PR {fix.state}", fix.state_reason))
+    order = {id(e): n for n, e in enumerate(events)}
+    last = datetime.max.replace(tzinfo=UTC)
+    events.sort(key=lambda e: (aware(e.at) or last, order[id(e)]))
+    return events
+
+
+def _received(detail: FixDetail) -> list[Event]:
+    events = []
     for report in detail.reports:
         where = " ".join(str(p) for p in (report.pipeline, f"#{report.build_number}") if p)
+        summary = f"{where} · {report.stage or 'no stage'} · {report.failure_count} failing"
         events.append(
-            Event(
-                report.received_at,
-                "received",
-                "Failure received",
-                f"{where} · {report.stage or 'no stage'} · {report.failure_count} failing",
-                report.build_url,
-            )
+            Event(report.received_at, "received", "Failure received", summary, report.build_url)
         )
-    for run in fix.runs:
-        for move in run.transitions:
-            title = STATE_LABELS.get(move.to_state, move.to_state)
-            events.append(Event(move.at, move.to_state, f"{title} (run {run.id})", move.reason))
-    for view in detail.verifications:
-        v = view.row
-        events.append(
-            Event(
-                v.created_at,
-                "verify",
-                f"Verification {v.id} requested",
-                f"by {v.requested_by} · queue {v.requested_queue}",
-            )
+    return events
+
+
+def _transitions(detail: FixDetail) -> list[Event]:
+    return [
+        Event(
+            move.at,
+            move.to_state,
+            f"{STATE_LABELS.get(move.to_state, move.to_state)} (run {run.id})",
+            move.reason,
         )
-        if v.started_at:
-            events.append(
-                Event(
-                    v.started_at,
-                    "verify",
-                    f"Verification {v.id} started",
-                    f"{v.device or 'device unknown'} on {v.host or 'unknown host'}",
-                )
-            )
-        if v.finished_at:
-            verdict = (v.verdict or v.state).replace("_", " ")
-            events.append(
-                Event(
-                    v.finished_at,
-                    f"v-{v.verdict or v.state}",
-                    f"Verification {v.id}: {verdict}",
-                    v.reason,
-                )
-            )
-    for comment in fix.comments:
+        for run in detail.fix.runs
+        for move in run.transitions
+    ]
+
+
+def _verification_events(v: Verification) -> list[Event]:
+    requested = f"by {v.requested_by} · queue {v.requested_queue}"
+    events = [Event(v.created_at, "verify", f"Verification {v.id} requested", requested)]
+    if v.started_at:
+        where = f"{v.device or 'device unknown'} on {v.host or 'unknown host'}"
+        events.append(Event(v.started_at, "verify", f"Verification {v.id} started", where))
+    if v.finished_at:
+        verdict = (v.verdict or v.state).replace("_", " ")
+        title = f"Verification {v.id}: {verdict}"
+        events.append(Event(v.finished_at, f"v-{v.verdict or v.state}", title, v.reason))
+    return events
+
+
+def _conversation(detail: FixDetail) -> list[Event]:
+    events = []
+    for comment in detail.fix.comments:
         if comment.kind == "status":
             title = f"Status {comment.context or ''}: {comment.state or ''}".strip()
             events.append(Event(comment.created_at, "status", title, comment.body))
         else:
             events.append(Event(comment.created_at, "comment", f"Comment by {comment.author}", ""))
     for command in detail.commands:
-        events.append(
-            Event(
-                command.created_at,
-                "command",
-                f"{command.text[:80]}",
-                f"by {command.author} → {command.outcome}",
-            )
-        )
-    if fix.closed_at or fix.state != "open":
-        events.append(Event(fix.closed_at, f"s-{fix.state}", f"PR {fix.state}", fix.state_reason))
-    order = {id(e): n for n, e in enumerate(events)}
-    last = datetime.max.replace(tzinfo=UTC)
-    events.sort(key=lambda e: (aware(e.at) or last, order[id(e)]))
+        outcome = f"by {command.author} → {command.outcome}"
+        events.append(Event(command.created_at, "command", f"{command.text[:80]}", outcome))
     return events

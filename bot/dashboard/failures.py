@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Text, cast, exists, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.dashboard.filters import PAGE_SIZE, FailureFilters
-from bot.db.models import RepairRun, Report, RunState
+from bot.db.models import CiFailure, RepairRun, RunState
 
 UNCLASSIFIED = "unclassified"
 TOP_LINE_CHARS = 300
@@ -20,7 +20,7 @@ TOP_LINE_CHARS = 300
 class FailureRow:
     """One report as the triage list shows it."""
 
-    report: Report
+    report: CiFailure
     top_error: str
     signatures: list[str]
     evidence: str
@@ -53,7 +53,7 @@ def top_error(findings: list[Any]) -> str:
 def _conditions(filters: FailureFilters) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
     recognised = exists().where(
-        RepairRun.report_id == Report.id, RepairRun.state != RunState.UNCLASSIFIED.value
+        RepairRun.report_id == CiFailure.id, RepairRun.state != RunState.UNCLASSIFIED.value
     )
     if filters.kind == "classified":
         conditions.append(recognised)
@@ -65,10 +65,10 @@ def _conditions(filters: FailureFilters) -> list[ColumnElement[bool]]:
                 *(
                     column.icontains(filters.q, autoescape=True)
                     for column in (
-                        Report.pipeline,
-                        Report.repository,
-                        Report.stage,
-                        cast(Report.findings, Text),
+                        CiFailure.pipeline,
+                        CiFailure.repository,
+                        CiFailure.stage,
+                        cast(CiFailure.findings, Text),
                     )
                 )
             )
@@ -79,14 +79,14 @@ def _conditions(filters: FailureFilters) -> list[ColumnElement[bool]]:
 def list_failures(session: Session, *, filters: FailureFilters) -> FailurePage:
     """One page of reports, newest first."""
     conditions = _conditions(filters)
-    total = session.scalar(select(func.count(Report.id)).where(*conditions)) or 0
+    total = session.scalar(select(func.count(CiFailure.id)).where(*conditions)) or 0
     pages = max(1, math.ceil(total / PAGE_SIZE))
     page = min(filters.page, pages)
     reports = session.scalars(
-        select(Report)
+        select(CiFailure)
         .where(*conditions)
-        .options(selectinload(Report.runs))
-        .order_by(Report.id.desc())
+        .options(selectinload(CiFailure.runs))
+        .order_by(CiFailure.id.desc())
         .limit(PAGE_SIZE)
         .offset((page - 1) * PAGE_SIZE)
     ).all()

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
 from bot.dashboard.formatting import seconds_between
-from bot.db.models import Fix, RepairRun, Report, Verification
+from bot.db.models import CiFailure, Fix, RepairRun, Verification
 
 CLASS_IN_VIOLATION = re.compile(r"`([^`]+)`")
 FACET_LIMIT = 200
@@ -209,8 +209,8 @@ def first_failures(session: Session, *, fix_ids: list[int]) -> dict[int, datetim
     if not fix_ids:
         return {}
     rows = session.execute(
-        select(RepairRun.fix_id, func.min(Report.received_at))
-        .join(Report, Report.id == RepairRun.report_id)
+        select(RepairRun.fix_id, func.min(CiFailure.received_at))
+        .join(CiFailure, CiFailure.id == RepairRun.report_id)
         .where(RepairRun.fix_id.in_(fix_ids))
         .group_by(RepairRun.fix_id)
     ).all()

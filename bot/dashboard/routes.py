@@ -19,7 +19,7 @@ from bot.dashboard.queries import facets, list_fixes, state_counts
 from bot.dashboard.render import page
 from bot.dashboard.stats import overview
 from bot.db.models import Verdict, utcnow
-from bot.deps import get_session
+from bot.db.request_scope import get_session
 from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(include_in_schema=False)

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from bot.dashboard.formatting import aware, median, seconds_between
 from bot.db.models import (
+    CiFailure,
     Fix,
     FixState,
     RepairRun,
-    Report,
     RunState,
     Verdict,
     Verification,
@@ -64,7 +64,7 @@ class Overview:
 
 def funnel(session: Session) -> list[FunnelStep]:
     """Failures received → classified → fixed → verified → merged (counted in reports)."""
-    received = session.scalar(select(func.count(Report.id))) or 0
+    received = session.scalar(select(func.count(CiFailure.id))) or 0
     reports = select(func.count(distinct(RepairRun.report_id)))
     counts = [
         session.scalar(query) or 0
@@ -94,10 +94,10 @@ def pr_times(session: Session) -> list[float]:
     """Seconds from the first failure to the PR, for the most recent fixes."""
     recent = select(Fix.id).order_by(Fix.id.desc()).limit(WINDOW).subquery()
     rows = session.execute(
-        select(Fix.created_at, func.min(Report.received_at))
+        select(Fix.created_at, func.min(CiFailure.received_at))
         .join(recent, recent.c.id == Fix.id)
         .join(RepairRun, RepairRun.fix_id == Fix.id)
-        .join(Report, Report.id == RepairRun.report_id)
+        .join(CiFailure, CiFailure.id == RepairRun.report_id)
         .group_by(Fix.id, Fix.created_at)
     ).all()
     return [
@@ -108,9 +108,9 @@ def pr_times(session: Session) -> list[float]:
 def medians(session: Session, *, to_pr: list[float]) -> Medians:
     """Median time to classify, to PR, from PR to verdict and from PR to merge."""
     classify = session.execute(
-        select(Report.received_at, Report.classified_at)
-        .where(Report.classified_at.is_not(None))
-        .order_by(Report.id.desc())
+        select(CiFailure.received_at, CiFailure.classified_at)
+        .where(CiFailure.classified_at.is_not(None))
+        .order_by(CiFailure.id.desc())
         .limit(WINDOW)
     ).all()
     verdict = session.execute(

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 from bot.db.models import (
     TERMINAL_STATES,
     VERIFICATION_STATES,
+    CiFailure,
     Delivery,
     Fix,
     FixState,
     RepairRun,
-    Report,
     RunState,
     Transition,
     utcnow,
@@ -39,15 +39,19 @@ def insert_delivery(
 
 def find_report(
     session: Session, *, idempotency_key: str | None, pipeline: str | None, build_number: int | None
-) -> Report | None:
+) -> CiFailure | None:
     """An earlier report with the same idempotency key, or the same pipeline and build number."""
     if idempotency_key:
-        found = session.scalar(select(Report).where(Report.idempotency_key == idempotency_key))
+        found = session.scalar(
+            select(CiFailure).where(CiFailure.idempotency_key == idempotency_key)
+        )
         if found is not None:
             return found
     if pipeline and build_number is not None:
         return session.scalar(
-            select(Report).where(Report.pipeline == pipeline, Report.build_number == build_number)
+            select(CiFailure).where(
+                CiFailure.pipeline == pipeline, CiFailure.build_number == build_number
+            )
         )
     return None
 
@@ -86,11 +90,13 @@ def stale_runs(
     ).all()
 
 
-def unclassified_reports(session: Session, *, older_than: timedelta) -> Sequence[Report]:
+def unclassified_reports(session: Session, *, older_than: timedelta) -> Sequence[CiFailure]:
     """Reports that were stored but never classified (their triage message was lost)."""
     cutoff = utcnow() - older_than
     return session.scalars(
-        select(Report).where(Report.classified_at.is_(None), Report.triage_sent_at < cutoff)
+        select(CiFailure).where(
+            CiFailure.classified_at.is_(None), CiFailure.triage_sent_at < cutoff
+        )
     ).all()
 
 

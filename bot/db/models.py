@@ -116,7 +116,7 @@ class Delivery(Base):
     dispatched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class Report(Base):
+class CiFailure(Base):
     """A CI failure report and what the classifier found in it."""
 
     __tablename__ = "reports"
@@ -138,6 +138,7 @@ class Report(Base):
     stage: Mapped[str | None] = mapped_column(String(200))
     format: Mapped[str] = mapped_column(String(16))
     failure_count: Mapped[int] = mapped_column(Integer, default=0)
+    # JSON: read and written as ``fixers`` Findings through ``bot.db.rows`` (findings_of).
     findings: Mapped[list[Any]] = mapped_column(default=list)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     triage_sent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -159,6 +160,7 @@ class RepairRun(Base):
     report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))
     root_cause: Mapped[str] = mapped_column(String(300))
     signature: Mapped[str] = mapped_column(String(64))
+    # JSON: a ``fixers`` Contract through ``bot.db.rows`` (contract_of); {} for none.
     contract: Mapped[dict[str, Any]] = mapped_column(default=dict)
     state: Mapped[str] = mapped_column(String(32), default=RunState.RECEIVED.value)
     reason: Mapped[str] = mapped_column(Text, default="")
@@ -168,7 +170,7 @@ class RepairRun(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    report: Mapped[Report] = relationship(back_populates="runs")
+    report: Mapped[CiFailure] = relationship(back_populates="runs")
     fix: Mapped[Fix | None] = relationship(back_populates="runs")
     transitions: Mapped[list[Transition]] = relationship(order_by="Transition.id")
 
@@ -216,6 +218,7 @@ class Fix(Base):
     title: Mapped[str] = mapped_column(Text)
     body: Mapped[str] = mapped_column(Text)
     files: Mapped[list[Any]] = mapped_column(default=list)
+    # Violations as ``bot.db.rows`` stores them: display lines, and identities (dedupe).
     violations: Mapped[list[Any]] = mapped_column(default=list)
     violation_keys: Mapped[list[Any]] = mapped_column(default=list)
     contract_key: Mapped[str] = mapped_column(String(64), default="", index=True)

@@ -1,4 +1,4 @@
-"""Asking for a verification and calling one off; the worker side lives in ``bot.tasks.verify``."""
+"""Asking for a verification and calling one off (the worker side: ``bot.pipeline.verify``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db.models import Fix, Verification, VerificationState, utcnow
-from bot.tasks.enqueue import enqueue_after_commit
+from bot.db.rows import findings_of
+from bot.queue import names as task_names
+from bot.queue.enqueue import enqueue_after_commit
 from fixers.input_rules import safe_name_problem
 
 ACTIVE = (VerificationState.QUEUED.value, VerificationState.RUNNING.value)
@@ -31,8 +33,8 @@ def failure_gpu_types(fix: Fix) -> list[str]:
     """The GPU types of the failures this fix answers, in the order CI reported them."""
     seen: list[str] = []
     for run in fix.runs:
-        for finding in run.report.findings:
-            for gpu in finding.get("gpu_types", []):
+        for finding in findings_of(run.report):
+            for gpu in finding.gpu_types:
                 if gpu not in seen:
                     seen.append(gpu)
     return seen
@@ -77,7 +79,7 @@ def send_verification(
         "queues_tried": [*attempts, queue],
         "sent_at": time.time() if now is None else now,
     }
-    enqueue_after_commit(session, "repairbot.verify", verification.id, queue=queue)
+    enqueue_after_commit(session, task_names.VERIFY, verification.id, queue=queue)
 
 
 def fallback_chain(requested: str, fallback_queues: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.forge.git import fresh_worktree, remove_worktree
+from bot.git import fresh_worktree, remove_worktree
 from bot.runner.device import on_requested_device, probe_command
 from bot.runner.phases import PhaseContext, PhaseResult, run_phase
 from bot.runner.selection import Selection, select_tests

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from bot.forge.git import git
+from bot.git import git
 
 LEASE_SUFFIX = ".lease"
 

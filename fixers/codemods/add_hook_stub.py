@@ -26,6 +26,9 @@ from fixers.codemods._common import (
     with_body,
 )
 from fixers.codemods.examples import Example
+from fixers.codemods.registry import CodemodSpec, PlanContext, Step
+from fixers.index import Hierarchy
+from fixers.violation_types import Violation
 
 DESCRIPTION = "Add a typed, documented implementation-hook stub to test doubles that lack one."
 
@@ -76,6 +79,18 @@ class AddHookStubCommand(ClassTargetCommand):
         last = max((i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)), default=-1)
         position = last + 1 if last >= 0 else len(body)
         return with_body(node, [*body[:position], stub, *body[position:]])
+
+
+def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step:
+    """The stub step for a test double's ``missing-hook``."""
+    contract = hierarchy.contract
+    qualname = hierarchy.members[v.class_qualname].facts.qualname
+    options: dict[str, object] = {
+        "classes": [qualname],
+        "hook": contract.hook,
+        "base": contract.base,
+    }
+    return CODEMOD.step(options, (qualname,))
 
 
 _ARGS: dict[str, object] = {"classes": ["_Worker"]}
@@ -150,4 +165,16 @@ class _Worker(SpecWorkerBase):
         args=_ARGS,
         skip_reason="already defines _forward_impl",
     ),
+)
+
+CODEMOD = CodemodSpec(
+    name="add_hook_stub",
+    fix="stub",
+    kinds=("missing-hook",),
+    fixer="add-hook-stub",
+    command=AddHookStubCommand,
+    build_step=plan_step,
+    order=1,
+    description=DESCRIPTION,
+    examples=EXAMPLES,
 )

@@ -26,8 +26,13 @@ from fixers.codemods._common import (
     parse_method,
 )
 from fixers.codemods._hook import HookOverrideCommand
+from fixers.codemods._hook_plan import claim_restore_hook, hook_options
 from fixers.codemods.examples import Example
+from fixers.codemods.registry import CodemodSpec, PlanContext, Step
 from fixers.codemods.snapshot_text import pending_hook_text
+from fixers.index import Hierarchy
+from fixers.outcome import Skip
+from fixers.violation_types import Violation
 
 DESCRIPTION = "Guard a deferred in-place fix-up with a pending flag the restore hook honours."
 _EMPTY = cst.Module(body=[])
@@ -128,6 +133,16 @@ class PendingFixupCommand(HookOverrideCommand):
         return self.rebuilt(node, target, edited, hook, depth, blank, line)
 
 
+def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step | Skip:
+    """The pending-flag step for a ``deferred-fixup``, unless the restore hook is taken."""
+    clash = claim_restore_hook(context, hierarchy, v)
+    if clash is not None:
+        return clash
+    common = hook_options(context, hierarchy, v)
+    options = {**common, "adjust": v.fixup[0], "compensate": v.fixup[1], "flag": v.flag}
+    return CODEMOD.step(options, (hierarchy.members[v.class_qualname].facts.qualname,))
+
+
 _PARD_ARGS: dict[str, object] = {
     "classes": ["PardWorker"],
     "adjust": "attn_metadata.kv_lens_cuda[nc:bs] += 1",
@@ -205,4 +220,16 @@ class PardWorker(SpecWorkerBase):
         args=_PARD_ARGS,
         skip_reason="already overrides _ensure_spec_dec_state_restored",
     ),
+)
+
+CODEMOD = CodemodSpec(
+    name="pending_fixup",
+    fix="pending-flag",
+    kinds=("deferred-fixup",),
+    fixer="pending-fixup",
+    command=PendingFixupCommand,
+    build_step=plan_step,
+    order=3,
+    description=DESCRIPTION,
+    examples=EXAMPLES,
 )

@@ -9,6 +9,7 @@ renamed too, so calling the base's wrapper again would recurse).
 from __future__ import annotations
 
 import argparse
+import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -17,8 +18,14 @@ from libcst.codemod import CodemodContext
 
 from fixers.codemods._common import ClassTargetCommand, split_names
 from fixers.codemods.examples import Example
+from fixers.codemods.registry import CodemodSpec, PlanContext, Step
+from fixers.fix_types import class_method
+from fixers.index import Hierarchy
+from fixers.outcome import Skip
+from fixers.violation_types import Violation
 
 DESCRIPTION = "Rename a forbidden method override to the contract's implementation hook."
+RENAMED = "renamed"  # the plan mark: this class's forbidden method is now the hook
 
 
 class _SuperCallRewriter(cst.CSTTransformer):
@@ -82,6 +89,44 @@ class RenameForbiddenCommand(ClassTargetCommand):
                     stmt = stmt.visit(rewriter)  # type: ignore[assignment]
             statements.append(stmt)
         return node.with_changes(body=body.with_changes(body=statements))
+
+
+def _calls_super(func: ast.FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == name
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
+        and n.value.func.id == "super"
+        for n in ast.walk(func)
+    )
+
+
+def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step | Skip:
+    """The rename step for a ``forbidden-override``, or a skip when ``super()`` would recurse."""
+    contract = hierarchy.contract
+    member = hierarchy.members[v.class_qualname]
+    func = class_method(context.index, v.path, member.facts.qualname, contract.forbidden)
+    super_classes: list[str] = []
+    if func is not None and _calls_super(func, contract.forbidden):
+        parents = hierarchy.ancestors(v.class_qualname)[1:]
+        if not any({contract.forbidden, contract.hook} & set(p.facts.methods) for p in parents):
+            return Skip(
+                v.path,
+                f"{member.facts.qualname}.{contract.forbidden} calls "
+                f"super().{contract.forbidden}, which would re-enter the base wrapper: "
+                "needs a human",
+                v.class_qualname,
+            )
+        super_classes.append(member.facts.qualname)
+    context.mark(RENAMED, v)
+    options: dict[str, object] = {
+        "classes": [member.facts.qualname],
+        "forbidden": contract.forbidden,
+        "hook": contract.hook,
+        "super_classes": super_classes,
+    }
+    return CODEMOD.step(options, (member.facts.qualname,))
 
 
 _ARGS: dict[str, object] = {"classes": ["DynTreeWorker"]}
@@ -186,4 +231,16 @@ class DynTreeWorker(SpecWorkerBase):
         args=_ARGS,
         skip_reason="defines both",
     ),
+)
+
+CODEMOD = CodemodSpec(
+    name="rename_forbidden",
+    fix="rename",
+    kinds=("forbidden-override",),
+    fixer="rename-forbidden-override",
+    command=RenameForbiddenCommand,
+    build_step=plan_step,
+    order=0,
+    description=DESCRIPTION,
+    examples=EXAMPLES,
 )

@@ -27,8 +27,13 @@ from fixers.codemods._common import (
     split_names,
 )
 from fixers.codemods._hook import HookOverrideCommand
+from fixers.codemods._hook_plan import claim_restore_hook, hook_options
 from fixers.codemods.examples import Example
+from fixers.codemods.registry import CodemodSpec, PlanContext, Step
 from fixers.codemods.snapshot_text import hook_text, statement_text
+from fixers.index import Hierarchy
+from fixers.outcome import Skip
+from fixers.violation_types import Violation
 
 DESCRIPTION = "Snapshot transient metadata state on self and restore it in the restore hook."
 STATE_ATTR = "_spec_dec_extra_state"
@@ -202,6 +207,16 @@ class SnapshotStateCommand(HookOverrideCommand):
         return self.rebuilt(node, target, edited, hook, depth, blank, line)
 
 
+def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step | Skip:
+    """The snapshot step for a ``transient-state``, unless the restore hook is already taken."""
+    clash = claim_restore_hook(context, hierarchy, v)
+    if clash is not None:
+        return clash
+    saves = [f"{holder}:{p}.{a}:{kind}" for holder, p, a, kind in v.saves]
+    options = {**hook_options(context, hierarchy, v), "saves": saves}
+    return CODEMOD.step(options, (hierarchy.members[v.class_qualname].facts.qualname,))
+
+
 _DYN_ARGS: dict[str, object] = {
     "classes": ["DynTreeWorker"],
     "method": "_forward_impl",
@@ -338,4 +353,16 @@ class DynTreeWorker(SpecWorkerBase):
         args=_DYN_ARGS,
         skip_reason="already overrides _ensure_spec_dec_state_restored",
     ),
+)
+
+CODEMOD = CodemodSpec(
+    name="snapshot_state",
+    fix="snapshot",
+    kinds=("transient-state",),
+    fixer="snapshot-state",
+    command=SnapshotStateCommand,
+    build_step=plan_step,
+    order=2,
+    description=DESCRIPTION,
+    examples=EXAMPLES,
 )

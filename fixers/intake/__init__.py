@@ -14,8 +14,8 @@ from fixers.failures import Failure
 from fixers.intake.analysis import FailureAnalysis, failures_from_analysis, parse_analysis
 from fixers.intake.console import CHUNK_BYTES, read_console
 from fixers.intake.errors import IntakeError
+from fixers.intake.jenkins_tests import failures_from_testreport
 from fixers.intake.junit import read_junit
-from fixers.intake.testreport import failures_from_testreport
 
 __all__ = ["FailureReport", "Format", "IntakeError", "detect_format", "read_report"]
 

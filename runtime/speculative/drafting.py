@@ -29,6 +29,10 @@ class DraftWindow:
     lens: torch.Tensor  # [B] int32 valid tokens per row
 
 
+# One row of a draft window: (tokens, draft-cache offset of the first one, previous hidden [n, D]).
+_Row = tuple[list[int], int, torch.Tensor]
+
+
 def committed_window(
     input_ids: torch.Tensor,  # [B, T] the target's input this step
     hidden_states: torch.Tensor,  # [B, T, D] the target's hidden states this step
@@ -51,31 +55,54 @@ def committed_window(
     `num_mask_tokens` placeholder tokens are appended (PARD's parallel drafting).
     """
     bs, nc = attn_metadata.num_seqs, attn_metadata.num_contexts
-    dim, dev = hidden_states.shape[-1], hidden_states.device
     kv_lens = attn_metadata.kv_lens_cuda[:bs].tolist()
     seq_lens = attn_metadata.seq_lens_cuda[:bs].tolist()
     acc = accepted.tolist()
     n_acc = num_accepted.tolist()
     paths = accepted_indices.tolist() if accepted_indices is not None else None
 
-    rows: list[tuple[list[int], int, torch.Tensor]] = []  # (tokens, start, prev_hidden [n, D])
+    rows: list[_Row] = []
     for b in range(bs):
-        zero = hidden_states.new_zeros(1, dim)
         if b < nc:
-            length = seq_lens[b]
-            tokens = [*input_ids[b, :length].tolist(), acc[b][0]]
-            prev = torch.cat([zero, hidden_states[b, :length]])
-            start = 0
+            row = _context_row(input_ids[b], hidden_states[b], seq_lens[b], acc[b][0])
         else:
             a = n_acc[b]
-            tokens = acc[b][: a + 1]
             idx = paths[b][: a + 1] if paths is not None else list(range(a + 1))
-            prev = hidden_states[b, torch.tensor(idx, device=dev)]
-            start = kv_lens[b] + 1
-        tokens = tokens + [mask_token_id] * num_mask_tokens
-        prev = torch.cat([prev, hidden_states.new_zeros(num_mask_tokens, dim)])
-        rows.append((tokens, start, prev))
+            row = _generation_row(hidden_states[b], acc[b][: a + 1], idx, kv_lens[b] + 1)
+        rows.append(_append_mask_tokens(row, num_mask_tokens, mask_token_id))
+    return _pad_rows(rows, hidden_states, max_position)
 
+
+def _context_row(
+    input_ids: torch.Tensor, hidden_states: torch.Tensor, length: int, first_token: int
+) -> _Row:
+    """A context row ([T] ids, [T, D] hidden): the prompt plus the first generated token, from 0."""
+    tokens = [*input_ids[:length].tolist(), first_token]
+    prev = torch.cat([hidden_states.new_zeros(1, hidden_states.shape[-1]), hidden_states[:length]])
+    return tokens, 0, prev
+
+
+def _generation_row(
+    hidden_states: torch.Tensor, tokens: list[int], indices: list[int], start: int
+) -> _Row:
+    """A generation row ([T, D] hidden): the emitted tokens, each paired with the target's hidden
+    state at the window position it follows (`indices`: the root, then the accepted drafts)."""
+    prev = hidden_states[torch.tensor(indices, device=hidden_states.device)]
+    return tokens, start, prev
+
+
+def _append_mask_tokens(row: _Row, num_mask_tokens: int, mask_token_id: int) -> _Row:
+    """`num_mask_tokens` placeholders after the row's tokens, with a zero previous hidden."""
+    tokens, start, prev = row
+    zeros = prev.new_zeros(num_mask_tokens, prev.shape[-1])
+    return tokens + [mask_token_id] * num_mask_tokens, start, torch.cat([prev, zeros])
+
+
+def _pad_rows(
+    rows: list[_Row], hidden_states: torch.Tensor, max_position: int | None
+) -> DraftWindow:
+    """Right-pad the rows into one window; padding continues each row's positions."""
+    bs, dim, dev = len(rows), hidden_states.shape[-1], hidden_states.device
     width = max(len(r[0]) for r in rows)
     ids = torch.zeros(bs, width, dtype=torch.long)
     pos = torch.zeros(bs, width, dtype=torch.long)

@@ -19,16 +19,24 @@ after a failure.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
 from runtime.attention import AttentionMetadata
-from runtime.draft_models import LayerSkipDraft
+from runtime.draft_models import DraftModel, LayerSkipDraft
 from runtime.faults import fault_point
-from runtime.model import TinyLM
+from runtime.model import KVCache, TinyLM
 from runtime.profiling import nvtx_range
 from runtime.resources import ResourceManager
-from runtime.speculative.drafting import ancestor_mask, committed_window, last_valid, require_draft
+from runtime.speculative.drafting import (
+    DraftWindow,
+    ancestor_mask,
+    committed_window,
+    last_valid,
+    require_draft,
+)
 from runtime.speculative.interface import SpecConfig, SpecMetadata, SpecOutput, SpecWorkerBase
 
 
@@ -71,6 +79,63 @@ def accept_tree(
     return accepted.to(dev), num_accepted.to(dev), indices.to(dev)
 
 
+@dataclass
+class _Tree:
+    """The nodes drafted so far, [B, n] each: token, parent's index in the node list (-1: the
+    root) and cumulative log-probability."""
+
+    tokens: torch.Tensor
+    parents: torch.Tensor
+    scores: torch.Tensor
+
+
+def _first_level(
+    draft: DraftModel,
+    cache: KVCache,
+    window: DraftWindow,
+    attn_metadata: AttentionMetadata,
+    width: int,
+) -> _Tree:
+    """Level 1: a causal forward over the committed window; top-`width` children of the new
+    token."""
+    bs = attn_metadata.num_seqs
+    attn_metadata.spec_dec_tree_mask = None
+    attn_metadata.kv_lens_cuda[:bs].copy_(window.starts)
+    attn_metadata.seq_lens_cuda[:bs].copy_(window.lens)
+    draft_logits, _ = draft(window.input_ids, window.position_ids, attn_metadata, cache)
+    logp = torch.log_softmax(last_valid(draft_logits, window.lens).float(), -1)  # [B, V]
+    scores, tokens = logp.topk(width)  # [B, w] cumulative log-prob and token of each node
+    return _Tree(tokens, torch.full_like(tokens, -1), scores)
+
+
+def _next_level(
+    draft: DraftModel,
+    cache: KVCache,
+    attn_metadata: AttentionMetadata,
+    tree: _Tree,
+    positions: torch.Tensor,
+    tree_base: torch.Tensor,
+    width: int,
+) -> _Tree:
+    """Re-read every node (at `positions` [B, n]) under the tree mask and add the best `width`
+    children of the frontier (the last `width` nodes) by cumulative score."""
+    bs, n = attn_metadata.num_seqs, tree.tokens.shape[1]
+    attn_metadata.all_rank_num_tokens = [bs * n]
+    attn_metadata.kv_lens_cuda[:bs].copy_(tree_base)
+    attn_metadata.seq_lens_cuda[:bs] = n
+    attn_metadata.spec_dec_tree_mask = ancestor_mask(tree.parents)  # [B, n, n]
+    draft_logits, _ = draft(tree.tokens, positions, attn_metadata, cache)
+    frontier = torch.log_softmax(draft_logits[:, n - width :].float(), -1)  # [B, w, V]
+    child = tree.scores[:, n - width :, None] + frontier  # [B, w, V] cumulative scores
+    best, flat = child.flatten(1).topk(width)  # [B, w] best children over the frontier
+    vocab = frontier.shape[-1]
+    return _Tree(
+        tokens=torch.cat([tree.tokens, flat % vocab], dim=1),
+        parents=torch.cat([tree.parents, n - width + flat // vocab], dim=1),
+        scores=torch.cat([tree.scores, best], dim=1),
+    )
+
+
 class DynamicTreeWorker(SpecWorkerBase):
     """Dynamic-tree drafting with a tree mask; extra metadata state snapshotted on `self`."""
 
@@ -111,8 +176,6 @@ class DynamicTreeWorker(SpecWorkerBase):
         if resource_manager is None:
             raise ValueError("DynamicTreeWorker needs the resource manager (draft KV cache)")
         cache = resource_manager.require_draft_cache()
-        bs, width = attn_metadata.num_seqs, self.spec_config.tree_branching
-        max_pos = draft.pos_embed.num_embeddings - 1
         accepted, num_accepted, indices = accept_tree(logits, attn_metadata, spec_metadata)
         fault_point("dynamic_tree.accept")
         window = committed_window(
@@ -122,45 +185,14 @@ class DynamicTreeWorker(SpecWorkerBase):
             num_accepted,
             attn_metadata,
             accepted_indices=indices,
-            max_position=max_pos,
+            max_position=draft.pos_embed.num_embeddings - 1,
         )
         self._saved_tree_state = (
             attn_metadata.all_rank_num_tokens,
             attn_metadata.force_prepare_spec_dec_tree_mask,
         )
         attn_metadata.prepare_for_spec_dec("kv_lens_cuda", "seq_lens_cuda", "spec_dec_tree_mask")
-
-        # Level 1: a causal forward over the committed window; top-w children of the new token.
-        attn_metadata.spec_dec_tree_mask = None
-        attn_metadata.kv_lens_cuda[:bs].copy_(window.starts)
-        attn_metadata.seq_lens_cuda[:bs].copy_(window.lens)
-        draft_logits, _ = draft(window.input_ids, window.position_ids, attn_metadata, cache)
-        logp = torch.log_softmax(last_valid(draft_logits, window.lens).float(), -1)  # [B, V]
-        scores, tokens = logp.topk(width)  # [B, w] cumulative log-prob and token of each node
-        parents = torch.full_like(tokens, -1)  # [B, n] parent's index in the node list (-1: root)
-        root_pos = last_valid(window.position_ids, window.lens)  # [B]
-        tree_base = window.starts + window.lens  # [B] draft-cache offset of node 0
-
-        # Levels 2..depth: re-read all nodes under the tree mask, expand the frontier.
-        attn_metadata.force_prepare_spec_dec_tree_mask = True
-        for _level in range(1, self.spec_config.max_draft_len):
-            fault_point("dynamic_tree.draft_level")
-            n = tokens.shape[1]
-            depth = torch.arange(n, device=tokens.device) // width + 1  # [n]
-            attn_metadata.all_rank_num_tokens = [bs * n]
-            attn_metadata.kv_lens_cuda[:bs].copy_(tree_base)
-            attn_metadata.seq_lens_cuda[:bs] = n
-            attn_metadata.spec_dec_tree_mask = ancestor_mask(parents)  # [B, n, n]
-            pos = (root_pos[:, None] + depth[None, :]).clamp(max=max_pos)  # [B, n]
-            draft_logits, _ = draft(tokens, pos, attn_metadata, cache)
-            frontier = torch.log_softmax(draft_logits[:, n - width :].float(), -1)  # [B, w, V]
-            child = scores[:, n - width :, None] + frontier  # [B, w, V] cumulative scores
-            best, flat = child.flatten(1).topk(width)  # [B, w] best children over the frontier
-            vocab = frontier.shape[-1]
-            tokens = torch.cat([tokens, flat % vocab], dim=1)
-            parents = torch.cat([parents, n - width + flat // vocab], dim=1)
-            scores = torch.cat([scores, best], dim=1)
-
+        tree = self._draft_tree(draft, cache, window, attn_metadata)
         attn_metadata.restore_from_spec_dec()
         attn_metadata.all_rank_num_tokens, attn_metadata.force_prepare_spec_dec_tree_mask = (
             self._saved_tree_state
@@ -170,10 +202,34 @@ class DynamicTreeWorker(SpecWorkerBase):
         return SpecOutput(
             accepted,
             num_accepted,
-            next_draft_tokens=tokens,
-            next_draft_parents=parents + 1,
+            next_draft_tokens=tree.tokens,
+            next_draft_parents=tree.parents + 1,
             accepted_indices=indices,
         )
+
+    def _draft_tree(
+        self,
+        draft: DraftModel,
+        cache: KVCache,
+        window: DraftWindow,
+        attn_metadata: AttentionMetadata,
+    ) -> _Tree:
+        """Draft the next trees, level by level; changes the metadata the caller saved."""
+        width = self.spec_config.tree_branching
+        max_pos = draft.pos_embed.num_embeddings - 1
+        tree = _first_level(draft, cache, window, attn_metadata, width)
+        root_pos = last_valid(window.position_ids, window.lens)  # [B]
+        tree_base = window.starts + window.lens  # [B] draft-cache offset of node 0
+
+        # Levels 2..depth: re-read all nodes under the tree mask, expand the frontier.
+        attn_metadata.force_prepare_spec_dec_tree_mask = True
+        for _level in range(1, self.spec_config.max_draft_len):
+            fault_point("dynamic_tree.draft_level")
+            n = tree.tokens.shape[1]
+            depth = torch.arange(n, device=tree.tokens.device) // width + 1  # [n]
+            pos = (root_pos[:, None] + depth[None, :]).clamp(max=max_pos)  # [B, n]
+            tree = _next_level(draft, cache, attn_metadata, tree, pos, tree_base, width)
+        return tree
 
     def _ensure_spec_dec_state_restored(
         self, attn_metadata: AttentionMetadata, spec_metadata: SpecMetadata | None

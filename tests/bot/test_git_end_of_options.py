@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge.git import (
+from bot.forges.local.repository import base_ref_problem
+from bot.git import (
     GitError,
     commit_all,
     diff,
@@ -16,7 +17,6 @@ from bot.forge.git import (
     resolve_commit,
     set_branch,
 )
-from bot.forge.local import base_ref_problem
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import held_repair
 from tests.conftest import CI_TOKEN, SECRET
 
 REPAIRBOT = str(Path(sys.executable).parent / "repairbot")
@@ -36,6 +37,8 @@ class Service:
     port: int
     log_dir: Path
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # What runs ``repairbot ARGS``: the installed script, or a test-side launcher around it.
+    launcher: list[str] = field(default_factory=lambda: [REPAIRBOT])
 
     @property
     def url(self) -> str:
@@ -44,7 +47,7 @@ class Service:
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.log_dir / f"{name}.log").open("ab")
         process = subprocess.Popen(
-            [REPAIRBOT, *args],
+            [*self.launcher, *args],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -66,6 +69,14 @@ class Service:
                 break
             time.sleep(0.2)
         raise RuntimeError(f"API did not start: {(self.log_dir / 'api.log').read_text()[-3000:]}")
+
+    def hold_repairs(self, pause: Path) -> None:
+        """Start every later process through ``tests.held_repair``: each repair waits after its
+        patch while ``pause`` exists (why: see that module)."""
+        self.launcher = held_repair.command(pause)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(held_repair.ROOT), self.env.get("PYTHONPATH")) if p
+        )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)

@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 
-from bot.demo import build_target, run_tests, wait_for_runs
-from bot.github.signature import sign
+from bot.cli.demo_target import build_target, run_tests, wait_for_runs
+from bot.intake.webhook_auth import sign
 from tests.conftest import SECRET
 from tests.fakes.github_actions import actions_log, workflow_job_event
 from tests.fakes.github_api import TOKEN

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
 from bot.db.models import Fix
 from bot.db.session import session_scope
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs
 from tests.conftest import CI_TOKEN
 
 pytestmark = pytest.mark.e2e

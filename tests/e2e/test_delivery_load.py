@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from bot.github.signature import sign
+from bot.intake.webhook_auth import sign
 from tests.conftest import CI_TOKEN, SECRET
 
 pytestmark = pytest.mark.e2e

@@ -37,7 +37,7 @@ def _conformance(tree: Path) -> subprocess.CompletedProcess[str]:
             "-q",
             "-p",
             "no:cacheprovider",
-            "runtime/tests/test_conformance.py",
+            "tests/runtime/test_conformance.py",
             "--spec-package",
             "legacy_spec",
             "--spec-path",

@@ -9,9 +9,9 @@ import subprocess
 import httpx
 import pytest
 
-from bot.demo import build_target, run_tests, wait_for_runs, wait_for_verification
-from bot.forge.git import commit_all, fresh_worktree, git
-from bot.github.signature import sign
+from bot.cli.demo_target import build_target, run_tests, wait_for_runs, wait_for_verification
+from bot.git import commit_all, fresh_worktree, git
+from bot.intake.webhook_auth import sign
 from fixers.sweep import fix, write_changes
 from tests.conftest import CI_TOKEN, SECRET
 from tests.fakes.github_api import TOKEN

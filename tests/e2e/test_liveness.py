@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
 from bot.db.models import Fix, Verification
 from bot.db.session import session_scope
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs
-from bot.forge.git import commit_all, fresh_worktree
+from bot.git import commit_all, fresh_worktree
 from tests.bot.runner.test_workdirs import registered
 from tests.conftest import CI_TOKEN
 
@@ -164,8 +164,11 @@ def test_worktrees_left_by_a_crash_are_pruned_when_the_service_starts(make_servi
     service = make_service(
         worker_queues=json.dumps(["repair"]),  # no verification: only repairs matter here
         runner_dir=str(runs),
-        test_pause_file=str(pause),
     )
+    # The crash must leave a repair's worktree behind: the service starts through
+    # tests.held_repair, which holds each repair after its patch (worktree made and written)
+    # while `pause` exists. The service is otherwise the real one.
+    service.hold_repairs(pause)
     service.start_api()
     with service.client() as client:
         first = wait_for_runs(client, _post(client, known, build_number=1), timeout_s=300)

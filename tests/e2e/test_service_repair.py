@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.demo import build_target, post_failure, run_tests, wait_for_runs, wait_for_verification
-from bot.forge.git import fresh_worktree
+from bot.cli.demo_target import (
+    build_target,
+    post_failure,
+    run_tests,
+    wait_for_runs,
+    wait_for_verification,
+)
+from bot.git import fresh_worktree
 from tests.conftest import CI_TOKEN, drop_all_tables
 
 pytestmark = pytest.mark.e2e
@@ -134,9 +140,13 @@ def test_postgres_a_real_broker_and_a_separate_worker(
 def test_worker_killed_mid_repair_resumes_with_exactly_one_pr(
     make_service, failing_target, tmp_path
 ):
+    # The kill must land in the middle of the repair: after the patch, before the PR. The
+    # workers start through tests.held_repair, which holds each repair there while `pause`
+    # exists; the worker and the stage are otherwise the real ones.
     pause = tmp_path / "pause-before-pr"
     pause.touch()
-    service = make_service(embedded_worker="false", test_pause_file=str(pause))
+    service = make_service(embedded_worker="false")
+    service.hold_repairs(pause)
     service.start_api()
     worker = service.start("worker", "worker", "-Q", "repair")
     repo, head, console = failing_target

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from bot.github.signature import sign
+from bot.intake.webhook_auth import sign
 from tests.conftest import SECRET
 
 pytestmark = pytest.mark.e2e

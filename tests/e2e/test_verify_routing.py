@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import select
 
 from bot.db.migrate import upgrade
-from bot.db.models import Delivery, Fix, FixComment, RepairRun, Report, Verification
+from bot.db.models import CiFailure, Delivery, Fix, FixComment, RepairRun, Verification
 from bot.db.session import session_scope
+from bot.pipeline.reconcile import reconcile_once
 from bot.runner.requests import cancel_verifications, request_verification
-from bot.tasks.reconcile import reconcile_once
 from tests.bot.runner.conftest import OPS_FIXED, tiny_repo  # noqa: F401 - the fixture
 from tests.conftest import make_settings
 
@@ -33,7 +33,7 @@ def _seed_fix(settings, repo, head) -> int:
         )
         session.add(delivery)
         session.flush()
-        report = Report(
+        report = CiFailure(
             delivery_id=delivery.id, format="console", findings=[finding], failure_count=1
         )
         session.add(report)
@@ -96,7 +96,7 @@ def deployment(tmp_path, make_service):
         stale_after_s=600.0,
     )
     upgrade(database)
-    from bot.tasks.celery_app import configure_celery
+    from bot.queue.celery_app import configure_celery
 
     configure_celery(settings)
     return service, settings

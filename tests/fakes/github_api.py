@@ -1,6 +1,6 @@
 """The one GitHub-API double of the test suite: a real HTTP server on 127.0.0.1.
 
-PyGithub (through ``bot.forge.github``) talks to it over HTTP exactly as it would to
+PyGithub (through ``bot.forges.github.forge``) talks to it over HTTP exactly as it would to
 api.github.com. Repositories are real bare git repositories on disk, reached through a
 ``file://`` remote, so pushes and PR heads are real commits. Every request is recorded in
 ``calls``; faults (secondary and primary rate limits, 5xx, with or without the write having

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixers.signatures import SignatureError, builtin_signatures, parse_signatures
+from fixers.signatures import SignatureError, builtin_signatures, known_fixers, parse_signatures
 
 EXAMPLES = [
     pytest.param(signature, example, id=f"{signature.id}-{index}")
@@ -95,6 +95,34 @@ def test_the_abstract_class_signature_is_the_contracts_only_when_its_hook_is_mis
 ):
     first = next(s for s in builtin_signatures() if s.search(text))
     assert (first.id, first.fixer) == (signature, fixer)
+
+
+SIGNATURE = '[[signature]]\nid = "sig-x"\nexception = "E"\nanchor = "a"\npattern = "a"\n'
+
+
+def test_every_builtin_fixer_is_a_registered_codemod():
+    fixers = {s.fixer for s in builtin_signatures() if s.fixer is not None}
+    assert fixers and fixers <= set(known_fixers())
+
+
+def test_a_signature_naming_a_registered_fixer_loads():
+    (signature,) = parse_signatures(SIGNATURE + 'fixer = "add-hook-stub"\n')
+    assert signature.fixer == "add-hook-stub"
+
+
+def test_an_unknown_fixer_is_refused_naming_the_signature_the_value_and_the_known_fixers():
+    with pytest.raises(SignatureError) as raised:
+        parse_signatures(SIGNATURE + 'fixer = "rename-forbiden-override"\n')
+    message = str(raised.value)
+    assert "signature #1 (sig-x)" in message
+    assert "unknown fixer 'rename-forbiden-override'" in message
+    assert all(fixer in message for fixer in known_fixers())
+    assert "rename-forbidden-override" in message
+
+
+def test_a_fixer_must_be_a_string():
+    with pytest.raises(SignatureError, match="'fixer' must be a string"):
+        parse_signatures(SIGNATURE + "fixer = 3\n")
 
 
 def test_requires_hook_must_name_a_group():

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session
 
 from bot.db.models import (
+    CiFailure,
     CommandInvocation,
     Delivery,
     Fix,
     FixComment,
     RepairRun,
-    Report,
     Transition,
     Verification,
 )
@@ -41,12 +41,12 @@ def report(
     received: datetime = T0,
     repository: str = "/repos/trtllm",
     pipeline: str = "L0_MergeRequest_PR",
-) -> Report:
+) -> CiFailure:
     """A classified report with one contract finding (or ``findings``)."""
     delivery = Delivery(source="ci", key=f"ci:{pipeline}:{n}", event="ci_failure", body=b"log")
     session.add(delivery)
     session.flush()
-    row = Report(
+    row = CiFailure(
         delivery_id=delivery.id,
         pipeline=pipeline,
         build_number=n,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.forge.git import commit_all, git
+from bot.git import commit_all, git
 
 OPS_BUGGY = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
 OPS_FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"

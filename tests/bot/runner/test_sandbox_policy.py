@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.runner.report import comment_body
+from bot.runner.pr_summary import comment_body
 from bot.runner.sandbox import sandbox_options
 from bot.runner.verification import VerificationPlan, verify
 from fixers.sandbox import Limits, SandboxUnavailable

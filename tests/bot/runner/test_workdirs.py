@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from bot.forge.git import fresh_worktree, git
+from bot.git import fresh_worktree, git
 from bot.runner.workdirs import (
     forget_missing_worktrees,
     lease_path,
@@ -23,7 +23,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from bot.forge.git import fresh_worktree
+    from bot.git import fresh_worktree
     from bot.runner.workdirs import leased
 
     repo, work_dir, commit = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]

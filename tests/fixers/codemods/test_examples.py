@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import importlib
 import textwrap
-from types import ModuleType
 
 import pytest
 from libcst.codemod import (
@@ -17,32 +15,40 @@ from libcst.codemod import (
 )
 
 from fixers.codemods.examples import Example
+from fixers.codemods.registry import builtin_codemods
 
-MODULES = ("rename_forbidden", "add_hook_stub", "snapshot_state", "pending_fixup")
+CODEMODS = builtin_codemods()
 
 
-def _command(module_name: str) -> tuple[ModuleType, type[Codemod]]:
-    module = importlib.import_module(f"fixers.codemods.{module_name}")
+def _command(module_name: str) -> type[Codemod]:
+    module = CODEMODS.modules[module_name]
+    spec = module.CODEMOD
     commands = [
         v
         for k, v in vars(module).items()
         if k.endswith("Command") and getattr(v, "__module__", "") == module.__name__
     ]
-    assert len(commands) == 1, commands
-    assert module.DESCRIPTION and commands[0].DESCRIPTION == module.DESCRIPTION
-    return module, commands[0]
+    assert commands == [spec.command], commands
+    assert module.DESCRIPTION and spec.command.DESCRIPTION == module.DESCRIPTION
+    assert spec.description == module.DESCRIPTION and spec.examples == module.EXAMPLES
+    return spec.command
+
+
+def test_every_codemod_carries_examples():
+    assert CODEMODS.codemods
+    assert all(spec.examples for spec in CODEMODS.codemods)
 
 
 CASES = [
-    pytest.param(name, example, id=f"{name}: {example.name}")
-    for name in MODULES
-    for example in importlib.import_module(f"fixers.codemods.{name}").EXAMPLES
+    pytest.param(spec.name, example, id=f"{spec.name}: {example.name}")
+    for spec in CODEMODS.codemods
+    for example in spec.examples
 ]
 
 
 @pytest.mark.parametrize(("module_name", "example"), CASES)
 def test_example(module_name: str, example: Example) -> None:
-    _, command = _command(module_name)
+    command = _command(module_name)
     before = textwrap.dedent(example.before).lstrip("\n")
     result = transform_module(command(CodemodContext(), **example.args), before)
     if example.after is None:

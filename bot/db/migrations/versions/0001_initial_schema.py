@@ -17,8 +17,19 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Apply this revision."""
+    """Apply this revision: one function per table, in dependency order."""
+    _deliveries()
+    _fixes()
+    _github_writes()
+    _command_invocations()
+    _fix_comments()
+    _reports()
+    _verifications()
+    _repair_runs()
+    _transitions()
 
+
+def _deliveries() -> None:
     op.create_table(
         "deliveries",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -33,6 +44,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("key"),
     )
+
+
+def _fixes() -> None:
     op.create_table(
         "fixes",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -74,6 +88,8 @@ def upgrade() -> None:
             postgresql_where=sa.text("state = 'open'"),
         )
 
+
+def _github_writes() -> None:
     op.create_table(
         "github_writes",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -93,6 +109,8 @@ def upgrade() -> None:
             batch_op.f("ix_github_writes_created_at"), ["created_at"], unique=False
         )
 
+
+def _command_invocations() -> None:
     op.create_table(
         "command_invocations",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -120,6 +138,8 @@ def upgrade() -> None:
     with op.batch_alter_table("command_invocations", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_command_invocations_fix_id"), ["fix_id"], unique=False)
 
+
+def _fix_comments() -> None:
     op.create_table(
         "fix_comments",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -139,6 +159,8 @@ def upgrade() -> None:
     with op.batch_alter_table("fix_comments", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_fix_comments_fix_id"), ["fix_id"], unique=False)
 
+
+def _reports() -> None:
     op.create_table(
         "reports",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -167,6 +189,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("idempotency_key"),
         sa.UniqueConstraint("pipeline", "build_number", name="uq_reports_pipeline_build"),
     )
+
+
+def _verifications() -> None:
     op.create_table(
         "verifications",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -197,6 +222,8 @@ def upgrade() -> None:
     with op.batch_alter_table("verifications", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_verifications_fix_id"), ["fix_id"], unique=False)
 
+
+def _repair_runs() -> None:
     op.create_table(
         "repair_runs",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -226,6 +253,8 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_repair_runs_fix_id"), ["fix_id"], unique=False)
         batch_op.create_index("ix_runs_state_updated", ["state", "updated_at"], unique=False)
 
+
+def _transitions() -> None:
     op.create_table(
         "transitions",
         sa.Column("id", sa.Integer(), nullable=False),

@@ -1,0 +1,21 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from bot.api import ci_failures, fixes, health, metrics, webhooks
+from bot.config import Settings, get_settings
+from bot.dashboard.routes import install as install_dashboard
+from bot.queue.celery_app import configure_celery
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; migrations and workers are started by the CLI, not here."""
+    app = FastAPI(title="repairbot", version="0.1.0")
+    app.state.settings = settings or get_settings()
+    configure_celery(app.state.settings)
+    for module in (health, webhooks, ci_failures, fixes, metrics):
+        app.include_router(module.router)
+    install_dashboard(app)
+    return app

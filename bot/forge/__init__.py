@@ -1,1 +1,0 @@
-"""Forges: where fix branches go and pull requests are opened (local git, GitHub)."""

@@ -1,0 +1,187 @@
+"""Titles, bodies and commit messages for fix PRs, following the target's PR template."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.db.rows import violation_lines
+from fixers.codemods.registry import codemod_versions
+from fixers.contracts import Contract
+from fixers.outcome import FixResult
+from fixers.repo_paths import FileRefused, read_repo_file
+
+TEMPLATE_PATHS = (
+    ".github/pull_request_template.md",
+    ".github/PULL_REQUEST_TEMPLATE.md",
+    "docs/pull_request_template.md",
+    "pull_request_template.md",
+)
+_SECTION = re.compile(r"^##\s+(?P<title>.+?)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PullRequestText:
+    """What a PR says: its title, its body and the commit message of the fix."""
+
+    title: str
+    body: str
+    commit_message: str
+
+
+def fixed_violations(result: FixResult) -> list[str]:
+    """``path:line `Class` (kind)`` (as ``fixes.violations`` stores them) for every violation a
+    change fixed."""
+    changed = {change.path for change in result.changes}
+    return violation_lines(
+        [v for v in result.report.violations if v.fix is not None and v.path in changed]
+    )
+
+
+@dataclass(frozen=True)
+class TitleStyle:
+    """The target's title convention: ``[ticket][type] summary`` by default (configurable)."""
+
+    template: str = "[{ticket}][{type}] {summary}"
+    type: str = "fix"
+    default_ticket: str = "None"
+    bug_link_pattern: str = r"https://nvbugs/\d+"
+
+
+def ticket_for(texts: Iterable[str], style: TitleStyle) -> str:
+    """The first bug link in the failure texts (``https://nvbugs/N``), else the default."""
+    pattern = re.compile(style.bug_link_pattern)
+    for text in texts:
+        found = pattern.search(text or "")
+        if found:
+            return found.group(0)
+    return style.default_ticket
+
+
+def _checklist(result: FixResult, tests: Sequence[str]) -> str:
+    """The PR checklist, each box ticked only where the evidence says so."""
+    evidence = [c.evidence for c in result.changes]
+    known = [e for e in evidence if e is not None]
+    complete = len(known) == len(evidence) and bool(known)
+
+    def box(done: bool, text: str) -> str:
+        return f"- [{'x' if done else ' '}] {text}"
+
+    return "\n".join(
+        [
+            box(
+                complete and all(e.parses and e.idempotent for e in known),
+                "Every changed file parses and a second codemod run changes nothing.",
+            ),
+            box(
+                complete and all(e.scoped for e in known),
+                "Only the targeted classes and needed imports are touched.",
+            ),
+            box(
+                complete and all(e.import_status == "ok" for e in known),
+                "Every changed module imports in a fresh interpreter.",
+            ),
+            box(bool(tests), "The failing tests are named under Test Coverage."),
+            box(False, "Verified on the failing GPU type (the verification job reports here)."),
+        ]
+    )
+
+
+def compose(
+    *,
+    contract: Contract,
+    result: FixResult,
+    signature: str,
+    classes_in_log: Sequence[str],
+    tests: Sequence[str],
+    build_url: str | None,
+    base_sha: str,
+    repo_root: Path,
+    ticket: str = "None",
+    style: TitleStyle | None = None,
+) -> PullRequestText:
+    """The PR's text: a title in the target's convention and a body in its template's sections."""
+    style = style or TitleStyle()
+    violations = fixed_violations(result)
+    classes = sorted({c for change in result.changes for c in change.classes})
+    summary = f"Move {len(classes)} {contract.base} subclass(es) to the {contract.hook} contract"
+    title = style.template.format(ticket=ticket, type=style.type, summary=summary)
+    description = "\n".join(
+        [
+            f"**Root cause.** `{contract.base}` forbids overriding `{contract.forbidden}`; "
+            f"subclasses implement `{contract.hook}` and the base calls "
+            f"`{contract.restore_hook}` after every call. "
+            f"The failing build ({build_url or 'no build URL'}) named "
+            f"{', '.join(f'`{c}`' for c in classes_in_log) or 'no class'} ({signature}).",
+            "",
+            "**Fix.** Every violation in the repository, not only the one in the log:",
+            *[f"- {line}" for line in violations],
+        ]
+    )
+    coverage = "\n".join([f"- `{t}`" for t in tests[:50]] or ["- (no test named in the report)"])
+    evidence = "\n".join(
+        f"- `{change.path}`: "
+        + "; ".join(change.evidence.lines() if change.evidence else ["no evidence"])
+        for change in result.changes
+    )
+    sections = {
+        "description": description,
+        "test coverage": coverage,
+        "pr checklist": _checklist(result, tests),
+    }
+    body = _fill_template(_read_template(repo_root), sections)
+    body += f"\n\n## Safety evidence\n\n{evidence}\n"
+    body += (
+        f"\nReproduce locally: `git checkout {base_sha[:12]} && "
+        f"repairbot fix . --contract {contract.base} --diff`\n"
+    )
+    versions = codemod_versions(name for change in result.changes for name in change.codemods)
+    body += (
+        f"\n<!-- repairbot: signature={signature} contract={contract.base}.{contract.forbidden}"
+        f"->{contract.hook} codemods={','.join(versions)} build={build_url or ''} "
+        f"base={base_sha} -->\n"
+    )
+    message = (
+        f"{title}\n\n"
+        + "\n".join(f"- {line}" for line in violations)
+        + "\n\nGenerated by repairbot."
+    )
+    return PullRequestText(title=title, body=body, commit_message=message)
+
+
+def _read_template(repo_root: Path) -> str | None:
+    for relative in TEMPLATE_PATHS:
+        try:
+            # The target's own file, read like every repository file: never through a symlink
+            # out of the tree (its content would land in a public PR body), within the cap.
+            return read_repo_file(repo_root, relative).decode("utf-8", errors="replace")
+        except (FileRefused, OSError):
+            continue
+    return None
+
+
+def _fill_template(template: str | None, sections: dict[str, str]) -> str:
+    """Put each section's text under the template's heading of that name; keep the rest."""
+    if template is None:
+        return "\n\n".join(f"## {title.title()}\n\n{text}" for title, text in sections.items())
+    headings = list(_SECTION.finditer(template))
+    if not headings:
+        return template.rstrip() + "\n\n" + _fill_template(None, sections)
+    parts = [template[: headings[0].start()]]
+    used: set[str] = set()
+    for index, heading in enumerate(headings):
+        end = headings[index + 1].start() if index + 1 < len(headings) else len(template)
+        key = heading["title"].strip().lower()
+        original = template[heading.end() : end]
+        if key in sections:
+            used.add(key)
+            parts.append(f"{heading.group(0)}\n\n{sections[key]}\n\n")
+        else:
+            parts.append(heading.group(0) + original)
+    missing = [key for key in sections if key not in used]
+    body = "".join(parts).rstrip()
+    for key in missing:
+        body += f"\n\n## {key.title()}\n\n{sections[key]}"
+    return body

@@ -1,0 +1,150 @@
+"""Recording a CI failure report: dedupe, store its delivery and row, queue its triage.
+
+One function for every way a report arrives — posted to ``/api/v1/ci-failures``, fetched from a
+Jenkins build a GitHub event links, or downloaded as a GitHub Actions job's log. Callers read
+and check their input; :func:`record_ci_report` does the rest in the caller's transaction, and
+triage is sent once that transaction commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import StrEnum
+from uuid import uuid4
+
+from sqlalchemy.orm import Session
+
+from bot.db.crud import find_report, insert_delivery
+from bot.db.models import CiFailure
+from bot.queue import names as task_names
+from bot.queue.enqueue import enqueue_after_commit
+from fixers.intake import FailureReport
+
+DELIVERY_KEY_CHARS = 200  # deliveries.key
+
+
+@dataclass(frozen=True)
+class ReportSource:
+    """What a report says about itself besides its failures: who sent it, for which build.
+
+    ``idempotency_key``, else ``pipeline`` with ``build_number``, identify it: a second report
+    with either is a duplicate of the first. ``delivery_key`` is the key of its stored body;
+    None derives one as a posted report's (:func:`delivery_key`).
+    """
+
+    pipeline: str | None = None
+    build_number: int | None = None
+    idempotency_key: str | None = None
+    delivery_key: str | None = None
+    build_url: str | None = None
+    repository: str | None = None
+    pr_number: int | None = None
+    head_sha: str | None = None
+    base_ref: str | None = None
+    base_sha: str | None = None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class CiReport:
+    """A CI failure report to record: where it came from, its raw body, and what it says."""
+
+    source: ReportSource
+    body: bytes
+    parsed: FailureReport
+
+
+class Recording(StrEnum):
+    """How :func:`record_ci_report` ended."""
+
+    RECORDED = "recorded"  # a new report; triage is queued after the commit
+    DUPLICATE = "duplicate"  # the same report was recorded before
+    IN_FLIGHT = "in_flight"  # its body is stored, its row not yet: another request is storing it
+
+
+@dataclass(frozen=True)
+class RecordedReport:
+    """The outcome, and the report row: the new one, the earlier one, None while in flight."""
+
+    outcome: Recording
+    report: CiFailure | None
+
+
+def delivery_key(key: str) -> str:
+    """The deliveries.key for a CI report key: itself, or a digest when it would not fit.
+
+    Never a truncation: two long keys sharing a prefix must stay two deliveries.
+    """
+    full = f"ci:{key}"
+    if len(full) <= DELIVERY_KEY_CHARS:
+        return full
+    return "ci:sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def known_report(session: Session, source: ReportSource) -> CiFailure | None:
+    """The report recorded earlier with the same idempotency key, or pipeline and build."""
+    return find_report(
+        session,
+        idempotency_key=source.idempotency_key,
+        pipeline=source.pipeline,
+        build_number=source.build_number,
+    )
+
+
+def record_ci_report(session: Session, report: CiReport) -> RecordedReport:
+    """Record ``report`` unless it is known, and queue its triage after ``session`` commits.
+
+    The body is stored first as a ``ci`` delivery whose unique key settles a race between two
+    requests carrying the same report: the second finds the key taken (``IN_FLIGHT``).
+    """
+    earlier = known_report(session, report.source)
+    if earlier is not None:
+        return RecordedReport(Recording.DUPLICATE, earlier)
+    delivery = insert_delivery(
+        session,
+        source="ci",
+        key=_delivery_key(report.source),
+        event="ci_failure",
+        action=None,
+        body=report.body,
+    )
+    if delivery is None:
+        return RecordedReport(Recording.IN_FLIGHT, None)
+    session.flush()
+    row = _report_row(report, delivery.id)
+    session.add(row)
+    session.flush()
+    enqueue_after_commit(session, task_names.TRIAGE, row.id)
+    return RecordedReport(Recording.RECORDED, row)
+
+
+def _delivery_key(source: ReportSource) -> str:
+    if source.delivery_key is not None:
+        return source.delivery_key
+    key = source.idempotency_key or (
+        f"{source.pipeline}#{source.build_number}"
+        if source.pipeline and source.build_number is not None
+        else None
+    )
+    return delivery_key(key or str(uuid4()))
+
+
+def _report_row(report: CiReport, delivery_id: int) -> CiFailure:
+    source = report.source
+    return CiFailure(
+        delivery_id=delivery_id,
+        idempotency_key=source.idempotency_key,
+        pipeline=source.pipeline,
+        build_number=source.build_number,
+        build_url=source.build_url,
+        repository=source.repository,
+        pr_number=source.pr_number,
+        head_sha=source.head_sha,
+        base_ref=source.base_ref,
+        base_sha=source.base_sha,
+        stage=source.stage,
+        format=report.parsed.format.value,
+        failure_count=len(report.parsed.failures),
+        findings=[],
+    )

@@ -1,0 +1,98 @@
+"""Failed checks that link a Jenkins build → that build's ``testReport`` → the CI intake.
+
+Only allow-listed hosts are fetched (the configured Jenkins URL's host is always allowed), with
+the configured credentials, no redirects and a size cap: a check's ``details_url`` is text anyone
+who can post a status wrote, so it must not steer our credentials anywhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from io import BytesIO
+from urllib.parse import urlsplit
+
+import httpx
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.forges.github.events import CheckFailure
+from bot.intake.ci_reports import CiReport, Recording, ReportSource, known_report, record_ci_report
+from fixers.intake import Format, IntakeError, read_report
+
+BUILD_PATH = re.compile(r"^(?P<jobs>(?:/job/[^/]+)+)/(?P<number>\d+)(?:/.*)?$")
+
+
+class BuildRefused(ValueError):
+    """A build link we will not fetch; the message says why."""
+
+
+def build_identity(build_url: str, settings: Settings) -> tuple[str, int, str]:
+    """``(pipeline, build number, testReport URL)`` of an allowed Jenkins build link."""
+    parts = urlsplit(build_url)
+    allowed = {h.lower() for h in settings.jenkins_allowed_hosts}
+    if settings.jenkins_url:
+        allowed.add((urlsplit(settings.jenkins_url).hostname or "").lower())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BuildRefused(f"not an http(s) URL: {build_url[:200]!r}")
+    if parts.hostname.lower() not in allowed or parts.username or parts.password:
+        raise BuildRefused(f"host {parts.hostname!r} is not an allowed Jenkins host")
+    base_path = urlsplit(settings.jenkins_url).path.rstrip("/") if settings.jenkins_url else ""
+    path = (
+        parts.path[len(base_path) :]
+        if base_path and parts.path.startswith(base_path)
+        else parts.path
+    )
+    match = BUILD_PATH.match(path)
+    if match is None:
+        raise BuildRefused(f"not a Jenkins build URL: {build_url[:200]!r}")
+    pipeline = "/".join(match["jobs"].split("/job/")[1:])
+    prefix = path[: match.end("number")]
+    root = f"{parts.scheme}://{parts.netloc}{base_path}{prefix}"
+    return pipeline, int(match["number"]), f"{root}/testReport/api/json"
+
+
+def fetch_testreport(settings: Settings, url: str) -> bytes:
+    """The testReport JSON, at most ``jenkins_max_report_bytes``."""
+    auth = None
+    if settings.jenkins_user and settings.jenkins_token is not None:
+        auth = (settings.jenkins_user, settings.jenkins_token.get_secret_value())
+    chunks: list[bytes] = []
+    size = 0
+    with httpx.stream("GET", url, auth=auth, timeout=30, follow_redirects=False) as response:
+        if response.status_code == 404:
+            raise BuildRefused(f"the build has no testReport ({url})")
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > settings.jenkins_max_report_bytes:
+                raise BuildRefused(f"testReport over {settings.jenkins_max_report_bytes} bytes")
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def intake_check_failure(
+    session: Session, settings: Settings, failure: CheckFailure, delivery_id: int
+) -> str:
+    """Fetch the failed build's testReport and queue it exactly like a CI post."""
+    pipeline, number, url = build_identity(failure.build_url, settings)
+    source = ReportSource(
+        pipeline=pipeline,
+        build_number=number,
+        build_url=failure.build_url,
+        repository=failure.repository,
+        head_sha=failure.head_sha,
+    )
+    if known_report(session, source) is not None:  # before fetching anything
+        return f"{pipeline}#{number} is already known"
+    body = fetch_testreport(settings, url)
+    try:
+        parsed = read_report(BytesIO(body), format=Format.TESTREPORT, stage=None)
+    except IntakeError as exc:
+        raise BuildRefused(f"{url}: {exc}") from exc
+    recorded = record_ci_report(session, CiReport(source, body, parsed))
+    if recorded.outcome is Recording.DUPLICATE:
+        return f"{pipeline}#{number} is already known"
+    if recorded.report is None:
+        return f"{pipeline}#{number} is already stored"
+    report_id = recorded.report.id
+    return f"report #{report_id} from {pipeline}#{number} ({len(parsed.failures)} failure(s))"

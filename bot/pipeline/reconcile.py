@@ -1,0 +1,69 @@
+"""The reconciler: re-enqueue what a crash or a lost message left unfinished."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.config import Settings
+from bot.db.crud import move_run, stale_runs, unclassified_reports, undispatched_deliveries
+from bot.db.models import RunState, utcnow
+from bot.db.session import session_scope
+from bot.pipeline.lost_runs import attempt_alive, lost_again, resent_reason
+from bot.pipeline.task_base import RepairbotTask
+from bot.queue import names as task_names
+from bot.queue.celery_app import app
+from bot.queue.enqueue import enqueue_after_commit
+from bot.runner.requests import fall_back, rescue_stalled
+
+
+def reconcile_once(settings: Settings) -> int:
+    """Re-enqueue stale runs and unclassified reports; returns how many tasks were sent."""
+    older_than = timedelta(seconds=settings.stale_after_s)
+    sent = 0
+    with session_scope(settings.resolved_database_url) as session:
+        for delivery in undispatched_deliveries(session, older_than=older_than):
+            delivery.dispatched_at = utcnow()
+            enqueue_after_commit(session, task_names.PROCESS_DELIVERY, delivery.id)
+            sent += 1
+        for report in unclassified_reports(session, older_than=older_than):
+            report.triage_sent_at = utcnow()  # not stale again until another stale_after_s passes
+            enqueue_after_commit(session, task_names.TRIAGE, report.id)
+            sent += 1
+        for run in stale_runs(session, older_than=older_than):
+            lost = lost_again(run)
+            if lost is not None and not attempt_alive(settings.worktrees_dir.resolve(), run.id):
+                move_run(session, run=run, to=RunState.FAILED, reason=lost)
+                continue
+            if run.attempts >= settings.task_max_retries:
+                move_run(
+                    session,
+                    run=run,
+                    to=RunState.ERROR,
+                    reason=f"gave up after {run.attempts} attempts",
+                )
+                continue
+            move_run(
+                session,
+                run=run,
+                to=RunState(run.state),
+                reason=resent_reason(run.attempts, run.state),
+            )
+            run.updated_at = utcnow()  # not stale again until another stale_after_s passes
+            enqueue_after_commit(session, task_names.REPAIR, run.id)
+            sent += 1
+        sent += len(rescue_stalled(session, lost_after_s=settings.verify_lost_after_s))
+        sent += len(
+            fall_back(
+                session,
+                fallback_queues=settings.verify_fallback_queues,
+                after_s=settings.verify_fallback_after_s,
+                resend_after_s=settings.stale_after_s,
+            )
+        )
+    return sent
+
+
+@app.task(name=task_names.RECONCILE, base=RepairbotTask, bind=True)
+def reconcile(self: RepairbotTask) -> int:
+    """Celery entry point for the reconciler (run by beat, or by ``repairbot serve``'s timer)."""
+    return reconcile_once(self.settings)

@@ -1,0 +1,95 @@
+"""Stage 2: sweep the failing commit, apply every fix, and open one PR per root cause.
+
+The stage, in order: start the attempt (``repair_start``), resolve the repository
+(``repair_target``), then in a fresh worktree sweep and fix, write, check the base branch,
+compose the candidate (``repair_steps``), have the forge publish it and record the outcome
+(``run_state``).
+
+Each state change commits in its own short transaction: the git and LibCST work in between holds
+no database lock, and a crash anywhere leaves a state the reconciler can resume from. Rerunning
+is safe: the worktree is made afresh, the branch name is derived from the dedupe key, and the
+unique index on open fixes refuses a second PR for the same violations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from uuid import uuid4
+
+from bot.config import Settings
+from bot.db.models import RunState
+from bot.forges.github.retry import RateLimited
+from bot.git import GitError, fresh_worktree, remove_worktree
+from bot.pipeline.repair_start import RunContext, start_attempt
+from bot.pipeline.repair_steps import already_fixed, candidate_for, swept, write_fixes
+from bot.pipeline.repair_target import Target, resolve_target
+from bot.pipeline.run_state import Stop, move, record_publication, still_live, stop
+from bot.pipeline.task_base import RepairbotTask, TransientError
+from bot.queue import names as task_names
+from bot.queue.celery_app import app
+from bot.runner.sandbox import sandbox_options
+from bot.runner.workdirs import leased
+from fixers.sweep import fix
+
+OUT_OF_MEMORY = "ran out of memory"
+
+
+@app.task(name=task_names.REPAIR, base=RepairbotTask, bind=True)
+def repair(self: RepairbotTask, run_id: int) -> None:
+    """Repair run ``run_id`` end to end, up to a recorded PR (or a reason why none)."""
+    repair_run(self.settings, run_id)
+
+
+def repair_run(settings: Settings, run_id: int) -> None:
+    """The repair stage for run ``run_id``; one that runs out of memory fails for good (a retry
+    would do the same)."""
+    context = start_attempt(settings, run_id)
+    if context is None:
+        return
+    target = resolve_target(settings, context)
+    if isinstance(target, Stop):
+        stop(settings, run_id, target)
+        return
+    try:
+        _in_worktree(settings, context, target)
+    except MemoryError:
+        move(
+            settings,
+            run_id,
+            RunState.FAILED,
+            f"{OUT_OF_MEMORY} during attempt {context.attempts}: not retried (a file too large "
+            "to parse? see max_file_bytes in .repairbot.toml)",
+        )
+
+
+def _in_worktree(settings: Settings, context: RunContext, target: Target) -> None:
+    # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
+    worktree = settings.worktrees_dir.resolve() / f"run-{context.run_id}-{uuid4().hex[:8]}"
+    # Leased: if this process is killed, the next start prunes the worktree (bot.runner.workdirs).
+    with leased(worktree):
+        try:
+            fresh_worktree(target.repo, worktree, target.base_sha)
+            repair_in(settings, context, target, worktree)
+        except (GitError, RateLimited) as exc:
+            raise TransientError(str(exc)) from exc
+        finally:
+            remove_worktree(target.repo, worktree)
+
+
+def repair_in(settings: Settings, context: RunContext, target: Target, worktree: Path) -> None:
+    """Sweep and fix → write → already fixed on the base? → compose → publish → record."""
+    run_id = context.run_id
+    result = fix(worktree, [context.contract], imports=True, sandbox=sandbox_options(settings))
+    move(settings, run_id, RunState.SWEPT, swept(result, target.base_sha))
+    written = write_fixes(worktree, result)
+    if isinstance(written, Stop):
+        stop(settings, run_id, written)
+        return
+    move(settings, run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
+    fixed_elsewhere = already_fixed(settings, context.contract, target, result)
+    if fixed_elsewhere is not None:
+        stop(settings, run_id, fixed_elsewhere)
+        return
+    candidate = candidate_for(settings, context, target, worktree, result)
+    if still_live(settings, run_id):  # else a duplicate delivery of this task finished it
+        record_publication(settings, run_id, target.forge.publish(candidate))

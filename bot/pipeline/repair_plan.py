@@ -1,0 +1,84 @@
+"""Pure decisions of the repair pipeline: which runs a report needs, dedupe keys, branch names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fixers.contracts import Contract, contracts_from_findings
+from fixers.failures import Finding
+from fixers.signatures import UNCLASSIFIED
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One repair run to create: a fixable contract, or the report's unfixable remainder."""
+
+    root_cause: str
+    signature: str
+    contract: Contract | None  # None: nothing to fix (the run ends unclassified)
+    fixable: bool
+    reason: str
+
+
+def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
+    """One run per contract the findings name (one PR per root cause), else one unfixable run."""
+    contracts = contracts_from_findings(list(findings))
+    fixable = [f for f in findings if f.fixer]
+    if contracts:
+        signatures = [f.signature for f in fixable]
+        preferred = "contract-forward-override"
+        signature = (
+            preferred if preferred in signatures else (signatures[0] if signatures else "contract")
+        )
+        return [
+            PlannedRun(
+                root_cause=contract.describe(),
+                signature=signature,
+                contract=contract,
+                fixable=True,
+                reason=_names(fixable),
+            )
+            for contract in contracts
+        ]
+    if not findings:
+        return [
+            PlannedRun("no-failures", UNCLASSIFIED, None, False, "the report holds no failures")
+        ]
+    top = findings[0]
+    reason = "; ".join(sorted({f"{f.signature}: {f.message[:120]}" for f in findings}))[:2000]
+    return [PlannedRun(f"{top.signature}:{top.message[:200]}", top.signature, None, False, reason)]
+
+
+def _names(findings: Iterable[Finding]) -> str:
+    classes = sorted({f.class_name for f in findings if f.class_name})
+    return "classes named in the log: " + ", ".join(classes) if classes else ""
+
+
+def fixable_tests(findings: Iterable[Finding]) -> list[str]:
+    """The failed tests of the findings a fixer handles: what a fix must make pass."""
+    return sorted({test for f in findings if f.fixer for test in f.tests})
+
+
+def dedupe_key(
+    *, repository: str, base_ref: str | None, contract: Contract, violations: Iterable[str]
+) -> str:
+    """Same repository, base branch, contract and violations → same key → one PR."""
+    material = json.dumps(
+        [
+            repository,
+            base_ref or "",
+            contract.base,
+            contract.forbidden,
+            contract.hook,
+            sorted(set(violations)),
+        ]
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def branch_name(signature: str, key: str) -> str:
+    """``repairbot/<signature>/<short hash>``."""
+    return f"repairbot/{signature}/{key[:10]}"

@@ -1,0 +1,91 @@
+"""The start of a repair attempt: refuse a run that keeps dying, count the attempt, and read once
+what the repair needs from the database (typed, through ``bot.db.rows``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config import Settings
+from bot.db.crud import move_run
+from bot.db.models import RepairRun, RunState, utcnow
+from bot.db.rows import contract_of, findings_of
+from bot.db.session import session_scope
+from bot.forges.pr_text import TitleStyle, ticket_for
+from bot.pipeline.lost_runs import no_more_attempts
+from bot.pipeline.repair_plan import fixable_tests
+from fixers.contracts import Contract
+
+NO_CONTRACT = "the run names no contract to repair"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the repair needs from the database, read once at the start."""
+
+    run_id: int
+    own_fix: int | None  # the fix an earlier, killed attempt recorded (None: none)
+    signature: str
+    contract: Contract
+    repository: str | None
+    commit: str
+    base_ref: str | None
+    build_url: str | None
+    classes: list[str]
+    tests: list[str]
+    ticket: str
+    attempts: int
+
+
+def title_style(settings: Settings) -> TitleStyle:
+    """The configured PR title convention."""
+    return TitleStyle(
+        template=settings.pr_title_template,
+        type=settings.pr_type,
+        default_ticket=settings.pr_ticket_default,
+        bug_link_pattern=settings.pr_bug_link_pattern,
+    )
+
+
+def start_attempt(settings: Settings, run_id: int) -> RunContext | None:
+    """Count a new attempt at run ``run_id`` and read its context; None when there is nothing to
+    do (no such run, a finished one, or one refused here with the reason recorded)."""
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get(RepairRun, run_id)
+        if run is None or RunState(run.state).terminal:
+            return None
+        # A worker that is killed mid-task gets its message back at once (acks_late and
+        # reject_on_worker_lost): without these checks a repair that always exhausts the
+        # worker's memory would be redelivered into the same death for ever.
+        refusal = no_more_attempts(run, settings.worktrees_dir.resolve(), settings.task_max_retries)
+        if refusal is not None:
+            state, reason = refusal
+            move_run(session, run=run, to=state, reason=reason)
+            return None
+        contract = contract_of(run)
+        if contract is None:
+            move_run(session, run=run, to=RunState.ERROR, reason=NO_CONTRACT)
+            return None
+        run.attempts += 1
+        run.updated_at = utcnow()  # a start is progress: the reconciler's clock starts again
+        return _context(settings, run, contract)
+
+
+def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunContext:
+    report = run.report
+    findings = findings_of(report)
+    return RunContext(
+        run_id=run.id,
+        own_fix=run.fix_id,
+        signature=run.signature,
+        contract=contract,
+        repository=report.repository,
+        commit=report.head_sha or report.base_sha or report.base_ref or "HEAD",
+        base_ref=report.base_ref,
+        build_url=report.build_url,
+        classes=sorted({f.class_name for f in findings if f.class_name and f.fixer}),
+        tests=fixable_tests(findings),
+        ticket=ticket_for(
+            [text for f in findings for text in (f.message, f.evidence)], title_style(settings)
+        ),
+        attempts=run.attempts,
+    )

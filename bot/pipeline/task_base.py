@@ -1,0 +1,45 @@
+"""The base task: retries with backoff on transient errors, and a database session per call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from celery import Task
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.db.session import session_scope
+from bot.queue.celery_app import task_settings
+
+
+class TransientError(RuntimeError):
+    """A failure worth retrying (a locked database, a busy git repository)."""
+
+
+class RepairbotTask(Task):  # type: ignore[misc]
+    """Owns retries and sessions so that each stage's code is only the stage."""
+
+    abstract = True
+    acks_late = True
+    autoretry_for = (OperationalError, TransientError)
+    retry_backoff = 1
+    retry_backoff_max = 60
+    retry_jitter = True
+    max_retries = 5
+
+    @property
+    def settings(self) -> Settings:
+        """The settings given to ``configure_tasks`` in this process, else the environment's."""
+        return task_settings()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A committed-on-success session on the configured database."""
+        with session_scope(self.settings.resolved_database_url) as session:
+            yield session
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*args, **kwargs)

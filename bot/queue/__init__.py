@@ -1,0 +1,1 @@
+"""The task queue: the Celery app and its broker, task names, sending after commit."""

@@ -1,0 +1,64 @@
+"""The Celery application. Configuration is read lazily from ``bot.queue.celeryconfig``.
+
+A process that runs tasks says which settings they read with :func:`configure_tasks` (the
+embedded worker, ``repairbot worker``, the verification process, ``repairbot serve``); the
+settings ride on the app's configuration, and a process that never configured its tasks gets
+the environment's (``bot.config.get_settings``).
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from bot.config import Settings, get_settings
+from bot.queue import file_broker
+
+file_broker.register()
+
+TASK_SETTINGS = "repairbot_settings"  # the app.conf key that holds the tasks' settings
+
+app = Celery(
+    "repairbot",
+    include=[
+        "bot.pipeline.triage",
+        "bot.pipeline.repair",
+        "bot.pipeline.verify",
+        "bot.pipeline.announce",
+        "bot.intake.process_delivery",
+        "bot.pipeline.reconcile",
+    ],
+)
+app.config_from_object("bot.queue.celeryconfig")
+
+
+def configure_celery(settings: Settings) -> Celery:
+    """Point the app at ``settings``' broker (for processes built from explicit settings)."""
+    url, options = settings.resolved_broker_url, settings.broker_transport_options
+    if app.conf.broker_url == url and app.conf.broker_transport_options == options:
+        return app
+    app.conf.broker_url = url
+    app.conf.broker_transport_options = options
+    # Connection and producer pools are bound to the broker they were made for; Celery's own
+    # after-fork reset is the supported way to drop them.
+    app._after_fork()
+    return app
+
+
+def configure_tasks(settings: Settings) -> Celery:
+    """Make this process's tasks read ``settings`` and send on their broker; returns the app.
+
+    Called by whoever builds a worker, before it consumes. Calling it again replaces the settings.
+    """
+    app.conf[TASK_SETTINGS] = settings
+    return configure_celery(settings)
+
+
+def unconfigure_tasks() -> None:
+    """Forget the settings :func:`configure_tasks` gave: tasks read the environment's again."""
+    app.conf[TASK_SETTINGS] = None
+
+
+def task_settings() -> Settings:
+    """The settings tasks read: those given to :func:`configure_tasks`, else the environment's."""
+    configured = app.conf.get(TASK_SETTINGS)
+    return configured if isinstance(configured, Settings) else get_settings()

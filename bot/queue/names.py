@@ -1,0 +1,13 @@
+"""Every task's name, in one place: senders and the task definitions both use these constants."""
+
+from __future__ import annotations
+
+from typing import Final
+
+PROCESS_DELIVERY: Final = "repairbot.process_delivery"
+TRIAGE: Final = "repairbot.triage"
+REPAIR: Final = "repairbot.repair"
+VERIFY: Final = "repairbot.verify"
+# The wire name predates the stage's name (announce): messages already queued keep their task.
+ANNOUNCE_VERIFICATION: Final = "repairbot.report_verification"
+RECONCILE: Final = "repairbot.reconcile"

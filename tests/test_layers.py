@@ -1,0 +1,107 @@
+"""The import layers as tests: import-linter's contracts hold, and each would catch a back-edge.
+
+The contracts live in ``pyproject.toml`` (``[tool.importlinter]``). The back-edge cases are the
+cycles the tree had before the layers (issue #16): each is planted as one import line in a
+copy of the packages, and the linter must refuse it.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+PACKAGES = ("bot", "fixers", "runtime")
+
+# Where a subcommand imports its own dependencies inside its function: `repairbot --help` and
+# the light subcommands (sweep, classify) must not pay for FastAPI, Celery and the database.
+LAZY_IMPORT_PACKAGES = ("bot/cli/",)
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_the_contracts_hold() -> None:
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert " 0 broken" in result.stdout, result.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packages and the linter's configuration, copied once for the planted back-edges."""
+    root = tmp_path_factory.mktemp("layers")
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("tests"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+BACK_EDGES = [
+    # (module that imports, what it imports): each was a real cycle before the layers
+    ("bot/runner/requests.py", "bot.pipeline.repair"),  # runner → tasks
+    ("bot/forges/github/job_logs.py", "bot.intake.jenkins"),  # github → the CI intake
+    ("bot/commands/dispatch.py", "bot.intake.route"),  # commands ↔ the webhook handlers
+    ("bot/forges/github/forge.py", "bot.pipeline.pull_requests"),  # forge ↔ github events
+    ("bot/forges/local/forge.py", "bot.forges.github.forge"),  # one forge into another
+    ("bot/git.py", "bot.forges.base"),  # plumbing above a forge
+    ("bot/db/models.py", "bot.queue.enqueue"),  # the database sending tasks
+    ("bot/dashboard/detail.py", "bot.pipeline.repair"),  # the dashboard reads the db only
+    ("fixers/sweep.py", "bot.config"),  # the libraries never import the service
+    ("runtime/engine.py", "bot.db.models"),
+]
+
+
+@pytest.mark.parametrize(("module", "target"), BACK_EDGES, ids=[e[0] for e in BACK_EDGES])
+def test_a_planted_back_edge_breaks_a_contract(tree_copy: Path, module: str, target: str) -> None:
+    path = tree_copy / module
+    original = path.read_text()
+    try:
+        path.write_text(original + f"\nimport {target}  # planted by the test\n")
+        result = _lint(tree_copy)
+    finally:
+        path.write_text(original)
+    assert result.returncode != 0, result.stdout[-3000:]
+    importer = module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {target}" in result.stdout, result.stdout[-3000:]
+
+
+def _function_level_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    names = (
+                        inner.module if isinstance(inner, ast.ImportFrom) else inner.names[0].name
+                    )
+                    found.append(f"{path.relative_to(ROOT)}:{inner.lineno} {node.name}: {names}")
+    return found
+
+
+def test_no_import_hides_inside_a_function() -> None:
+    """A function-level import is how a cycle hides from the linter; the layers need none."""
+    offenders = [
+        line
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if not str(path.relative_to(ROOT)).startswith(LAZY_IMPORT_PACKAGES)
+        and "tests" not in path.relative_to(ROOT).parts
+        for line in _function_level_imports(path)
+    ]
+    assert not offenders, "\n".join(offenders)
