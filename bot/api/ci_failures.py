@@ -68,7 +68,7 @@ def _authenticate(
     body: bytes,
     pipeline: str | None,
     authorization: str | None,
-    signature: str | None,
+    body_hmac: str | None,
 ) -> None:
     """A per-pipeline token, the shared CI token, or an HMAC of the body."""
     if authorization and authorization.startswith("Bearer "):
@@ -80,9 +80,9 @@ def _authenticate(
             return
     hmac_key = settings.ci_hmac_secret
     if (
-        signature
+        body_hmac
         and hmac_key is not None
-        and is_valid(hmac_key.get_secret_value().encode(), body, signature)
+        and is_valid(hmac_key.get_secret_value().encode(), body, body_hmac)
     ):
         return
     raise HTTPException(

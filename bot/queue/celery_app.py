@@ -8,6 +8,9 @@ the environment's (``bot.config.get_settings``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+
 from celery import Celery
 
 from bot.config import Settings, get_settings
@@ -16,18 +19,26 @@ from bot.queue import file_broker
 file_broker.register()
 
 TASK_SETTINGS = "repairbot_settings"  # the app.conf key that holds the tasks' settings
+BOT = Path(__file__).resolve().parents[1]
+TASK_PACKAGES = ("intake", "pipeline")  # the layers whose modules define tasks
+TASK_DECORATOR = "@app.task("
 
-app = Celery(
-    "repairbot",
-    include=[
-        "bot.pipeline.triage",
-        "bot.pipeline.repair",
-        "bot.pipeline.verify",
-        "bot.pipeline.announce",
-        "bot.intake.process_delivery",
-        "bot.pipeline.reconcile",
-    ],
-)
+
+def task_modules(root: Path = BOT, packages: Iterable[str] = TASK_PACKAGES) -> list[str]:
+    """Every module of ``packages`` that defines a task, for the worker to import at start.
+
+    Found by reading the sources (a module defines a task when a function of it wears
+    ``@app.task(``), not by importing them: a new stage is its own file, with no list to edit.
+    """
+    return sorted(
+        f"{root.name}.{package}.{path.stem}"
+        for package in packages
+        for path in (root / package).glob("*.py")
+        if TASK_DECORATOR in path.read_text(encoding="utf-8")
+    )
+
+
+app = Celery("repairbot", include=task_modules())
 app.config_from_object("bot.queue.celeryconfig")
 
 

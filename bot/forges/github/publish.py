@@ -17,15 +17,15 @@ from pathlib import Path
 from uuid import uuid4
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.crud import open_fix_with_key
-from bot.db.models import Fix, FixState, RepairRun
+from bot.db.models import Fix, FixState
 from bot.db.rows import violation_key
 from bot.db.session import session_scope
 from bot.forges.base import Candidate, Extended, Linked, Opened, PublishOutcome
+from bot.forges.fix_rows import fix_row, insert_fix
 from bot.forges.github.api import GitHubApi, PullInfo
 from bot.forges.github.mirror import push_branch, sync_mirror
 from bot.forges.pr_text import fixed_violations
@@ -117,31 +117,9 @@ def _reserve(settings: Settings, c: Candidate) -> int | Linked:
     """Insert our fix row, linked to the run, before anything reaches GitHub; the fix that
     covers it when another run got there first."""
     with session_scope(settings.resolved_database_url) as session:
-        row = Fix(
-            forge="github",
-            repository=c.repository,
-            dedupe_key=c.key,
-            contract_key=c.contract_key,
-            signature=c.signature,
-            base_ref=c.base_ref,
-            base_sha=c.base_sha,
-            branch=c.branch,
-            head_sha=c.base_sha,
-            title=c.text.title,
-            body=c.text.body,
-            files=c.files,
-            violations=c.violations,
-            violation_keys=c.violation_keys,
-            diff="",
-        )
-        try:
-            with session.begin_nested():
-                session.add(row)
-        except IntegrityError:
-            other = open_fix_with_key(session, dedupe_key=c.key)
-            return Linked(other.id if other else None, None, "another run is opening the same fix")
-        session.get_one(RepairRun, c.run_id).fix_id = row.id
-        return row.id
+        row = fix_row(c, forge="github", head_sha=c.base_sha, diff="")
+        inserted = insert_fix(session, c, row, lost_race="another run is opening the same fix")
+        return inserted if isinstance(inserted, Linked) else inserted.id
 
 
 def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Opened:

@@ -7,13 +7,11 @@ changes are committed, the fix branch is pointed at the commit and the ``fixes``
 
 from __future__ import annotations
 
-from sqlalchemy.exc import IntegrityError
-
 from bot.config import Settings
 from bot.db.crud import open_fix_with_key
-from bot.db.models import Fix, RepairRun
 from bot.db.session import session_scope
 from bot.forges.base import Candidate, Linked, Opened, PublishOutcome
+from bot.forges.fix_rows import fix_row, insert_fix
 from bot.git import commit_all, diff, set_branch
 
 
@@ -34,30 +32,10 @@ def publish(settings: Settings, c: Candidate) -> PublishOutcome:
 def _record(settings: Settings, c: Candidate, head: str) -> PublishOutcome:
     """Insert the fix row and link the run to it, in one transaction."""
     with session_scope(settings.resolved_database_url) as session:
-        row = Fix(
-            forge="local",
-            repository=c.repository,
-            dedupe_key=c.key,
-            signature=c.signature,
-            base_ref=c.base_ref,
-            base_sha=c.base_sha,
-            branch=c.branch,
-            head_sha=head,
-            title=c.text.title,
-            body=c.text.body,
-            files=c.files,
-            violations=c.violations,
-            diff=diff(c.repo, c.base_sha, head),
-        )
-        try:
-            with session.begin_nested():
-                session.add(row)
-        except IntegrityError:
-            other = open_fix_with_key(session, dedupe_key=c.key)
-            return Linked(
-                other.id if other else None, None, "another run opened the same fix first"
-            )
+        row = fix_row(c, forge="local", head_sha=head, diff=diff(c.repo, c.base_sha, head))
+        inserted = insert_fix(session, c, row, lost_race="another run opened the same fix first")
+        if isinstance(inserted, Linked):
+            return inserted
         row.number = row.id
         row.url = f"{settings.public_url}/fixes/{row.id}"
-        session.get_one(RepairRun, c.run_id).fix_id = row.id
         return Opened(row.id, f"fix #{row.id} on {c.branch}")

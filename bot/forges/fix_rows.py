@@ -1,0 +1,45 @@
+"""The ``fixes`` row of a candidate, inserted once per dedupe key (every forge records its fix
+the same way; the unique index on open dedupe keys makes concurrent runs agree on one)."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.db.crud import open_fix_with_key
+from bot.db.models import Fix, RepairRun
+from bot.forges.base import Candidate, Linked
+
+
+def fix_row(c: Candidate, *, forge: str, head_sha: str, diff: str) -> Fix:
+    """The row describing candidate ``c`` as a fix on ``forge`` whose branch is at ``head_sha``."""
+    return Fix(
+        forge=forge,
+        repository=c.repository,
+        dedupe_key=c.key,
+        contract_key=c.contract_key,
+        signature=c.signature,
+        base_ref=c.base_ref,
+        base_sha=c.base_sha,
+        branch=c.branch,
+        head_sha=head_sha,
+        title=c.text.title,
+        body=c.text.body,
+        files=c.files,
+        violations=c.violations,
+        violation_keys=c.violation_keys,
+        diff=diff,
+    )
+
+
+def insert_fix(session: Session, c: Candidate, row: Fix, *, lost_race: str) -> Fix | Linked:
+    """Insert ``row`` and link ``c``'s run to it; the fix that won when another run inserted the
+    same key first (``lost_race`` says so)."""
+    try:
+        with session.begin_nested():
+            session.add(row)
+    except IntegrityError:
+        other = open_fix_with_key(session, dedupe_key=c.key)
+        return Linked(other.id if other else None, None, lost_race)
+    session.get_one(RepairRun, c.run_id).fix_id = row.id
+    return row
