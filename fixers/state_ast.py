@@ -56,6 +56,7 @@ class Frame:
     lazy: frozenset[tuple[str, str]] = frozenset()  # fields filled under ``if <field> is None``
     anchor: int = -1
     chain: tuple[str, ...] = ()
+    arms: tuple[tuple[int, int], ...] = ()  # (branching statement, arm) this code runs under
 
 
 def field_of(node: ast.expr, frame: Frame) -> tuple[str, str, str] | None:

@@ -8,7 +8,8 @@ Rules (docs/sweep.md, "State flow"), applied to the events of ``fixers.state_tra
 2. Changes between the repository's prepare/restore bracket, to fields the bracket saves, are the
    base hook's job: never a finding.
 3. An in-place adjustment (``x[i] += n``) compensated later by the opposite adjustment of the
-   same field, with a call (a point of failure) in between, outside a bracket that covers it,
+   same field (never one on the other arm of an ``if``: the two do not run in one call), with a
+   call (a point of failure) in between, outside a bracket that covers it,
    is a deferred fix-up: a
    ``deferred-fixup`` finding (pending-flag fix when the compensation can run in the hook).
 4. Every other change (back-references, caches kept across calls, per-call scratch) is
@@ -106,6 +107,8 @@ def _pairs(
             restore = events[later]
             if restore.kind != "restore" or (restore.param, restore.attr, restore.holder) != key:
                 continue
+            if restore.excludes(save):
+                continue
             changes = tuple(
                 events[i]
                 for i in range(at + 1, later)
@@ -148,6 +151,7 @@ def _fixups(
                 and j not in used
                 and (events[j].param, events[j].attr) == (adjust.param, adjust.attr)
                 and _opposite(adjust, events[j])
+                and not adjust.excludes(events[j])
             ),
             None,
         )

@@ -72,6 +72,12 @@ class Event:
     value: ast.expr | None = None
     anchor: int = -1  # position of the entry method's top-level statement this came from
     chain: tuple[str, ...] = ()  # methods followed to reach this event, entry first
+    arms: tuple[tuple[int, int], ...] = ()  # the ``if``/``match`` arms it runs under
+
+    def excludes(self, other: Event) -> bool:
+        """Whether the two never happen in one call: they sit in different arms of one branch."""
+        mine = dict(self.arms)
+        return any(node in mine and mine[node] != arm for node, arm in other.arms)
 
 
 class Tracer:
@@ -121,25 +127,30 @@ class Tracer:
         body: list[ast.stmt],
         frame: Frame,
         lazy: frozenset[tuple[str, str]] = frozenset(),
+        arm: tuple[int, int] | None = None,
         **changes: bool,
     ) -> None:
-        saved = (frame.in_finally, frame.conditional, frame.lazy)
+        saved = (frame.in_finally, frame.conditional, frame.lazy, frame.arms)
         frame.in_finally = changes.get("in_finally", frame.in_finally)
         frame.conditional = changes.get("conditional", frame.conditional)
         frame.lazy = frame.lazy | lazy
+        frame.arms = frame.arms if arm is None else (*frame.arms, arm)
         for stmt in body:
             self._stmt(stmt, frame)
-        frame.in_finally, frame.conditional, frame.lazy = saved
+        frame.in_finally, frame.conditional, frame.lazy, frame.arms = saved
 
     def _stmt(self, stmt: ast.stmt, frame: Frame) -> None:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return
         if isinstance(stmt, ast.If | ast.While):
             self._expr_calls(stmt.test, frame)
+            # A loop's body and else may both run; an ``if``'s two arms never do.
+            arms = ((id(stmt), 0), (id(stmt), 1)) if isinstance(stmt, ast.If) else (None, None)
             start = len(self.events)
-            self._block(stmt.body, frame, lazy_fields(stmt.test, frame), conditional=True)
+            test_lazy = lazy_fields(stmt.test, frame)
+            self._block(stmt.body, frame, test_lazy, arm=arms[0], conditional=True)
             middle = len(self.events)
-            self._block(stmt.orelse, frame, conditional=True)
+            self._block(stmt.orelse, frame, arm=arms[1], conditional=True)
             self._merge_branch_brackets(start, middle)
         elif isinstance(stmt, ast.For | ast.AsyncFor):
             self._expr_calls(stmt.iter, frame)
@@ -157,8 +168,8 @@ class Tracer:
             self._block(stmt.finalbody, frame, in_finally=True)
         elif isinstance(stmt, ast.Match):
             self._expr_calls(stmt.subject, frame)
-            for case in stmt.cases:
-                self._block(case.body, frame, conditional=True)
+            for number, case in enumerate(stmt.cases):
+                self._block(case.body, frame, arm=(id(stmt), number), conditional=True)
         else:
             self._expr_calls(stmt, frame)
             self._effects(stmt, frame)
@@ -193,6 +204,7 @@ class Tracer:
                 lazy=lazy,
                 anchor=frame.anchor,
                 chain=frame.chain,
+                arms=frame.arms,
                 **values,  # type: ignore[arg-type]
             )
         )
@@ -259,6 +271,7 @@ class Tracer:
             conditional=frame.conditional,
             anchor=frame.anchor,
             chain=(*frame.chain, callee.func.name),
+            arms=frame.arms,
         )
         self._active.add(key)
         try:

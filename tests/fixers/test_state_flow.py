@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from fixers.fix_types import matches_param
+from fixers.state_flow import analyse
+from fixers.state_trace import Event
 from fixers.sweep import fix, sweep, write_changes
 from tests.fixers.trees import python_files
 
@@ -18,6 +20,7 @@ TREE = Path(__file__).parents[1] / "fixtures" / "state_flow"
 
 EXPECTED = [
     ("pkg/workers/bracketed.py:5", "forbidden-override", "rename"),
+    ("pkg/workers/branch_steps.py:6", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:5", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:16", "deferred-fixup", "pending-flag"),
     ("pkg/workers/parallel_draft.py:27", "forbidden-override", "rename"),
@@ -40,7 +43,7 @@ def tree(tmp_path: Path) -> Path:
 def test_exactly_the_violations_a_maintainer_acts_on(tree: Path) -> None:
     report = sweep(tree)
     assert [(v.location(), v.kind, v.fix) for v in report.violations] == EXPECTED
-    assert report.summary() == "10 violation(s) in 6 class(es)"
+    assert report.summary() == "11 violation(s) in 7 class(es)"
     by_line = {v.location(): v for v in report.violations}
     pair = by_line["pkg/workers/tree_draft.py:11"]
     # all_rank_num_tokens changes only inside _draft_loop, a helper: still part of the pair.
@@ -75,6 +78,9 @@ def test_what_is_not_a_violation_is_explained(tree: Path) -> None:
     assert notes[("pkg/workers/tree_draft.py", 27, "attn_metadata.all_rank_num_tokens")] == (
         "paired"
     )
+    # The two arms of one ``if`` never run in one call: neither undoes the other.
+    assert notes[("pkg/workers/branch_steps.py", 19, "attn_metadata.kv_lens")] == "scratch"
+    assert notes[("pkg/workers/branch_steps.py", 22, "attn_metadata.kv_lens")] == "scratch"
 
 
 def test_fix_matches_the_exact_fixed_source(tree: Path) -> None:
@@ -151,3 +157,20 @@ def test_generated_overrides_pass_mypy(tree: Path) -> None:
 )
 def test_metadata_types_are_matched_by_name(param: str, name: str, expected: bool) -> None:
     assert matches_param(param, name) is expected
+
+
+@pytest.mark.parametrize(("restore_arm", "pairs"), [((7, 0), 1), ((7, 1), 0)])
+def test_a_restore_on_the_other_arm_of_an_if_is_no_restore(
+    restore_arm: tuple[int, int], pairs: int
+) -> None:
+    def event(kind: str, line: int, arm: tuple[int, int], **values: object) -> Event:
+        fields = {"param": "attn_metadata", "attr": "seq_lens", **values}
+        return Event(kind, "w.py", "W", "forward", line, arms=(arm,), **fields)  # type: ignore[arg-type]
+
+    events = [
+        event("save", 1, (7, 0), holder="saved"),
+        event("mutate", 2, (7, 0), op="="),
+        event("call", 3, (7, 0)),
+        event("restore", 4, restore_arm, holder="saved"),
+    ]
+    assert len(analyse(events).pairs) == pairs
