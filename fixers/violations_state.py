@@ -1,13 +1,14 @@
 """State-flow findings of one worker (``fixers.state_flow``) as violations a maintainer can act on.
 
-A snapshot fix is proposed only when every save sits in the implementation method itself (the
-codemod stashes right after the saves); a pending-flag fix only when the adjustment and its
-compensation happen in distinct, simple top-level statements of the implementation (a helper
-call counts: the conditions inside it run again when the hook re-runs it) and the compensating
-statement refers to nothing but ``self`` and the metadata parameters. The flag is set after the
-adjusting statement and cleared after the compensating one, so the hook does exactly what the
-success path would have done next. Anything else is reported with the exact lines and what a
-human must decide.
+A snapshot fix is proposed only when every save and restore sits in the class's own
+implementation method (the codemod stashes right after the saves; one in a parent's method of
+the same name, reached through ``super()``, is out of its reach); a pending-flag fix only when
+the adjustment and its compensation happen in distinct, simple top-level statements of the
+implementation (a helper call counts: the conditions inside it run again when the hook re-runs
+it) and the compensating statement refers to nothing but ``self`` and the metadata parameters.
+The flag is set after the adjusting statement and cleared after the compensating one, so the
+hook does exactly what the success path would have done next. Anything else is reported with
+the exact lines and what a human must decide.
 """
 
 from __future__ import annotations
@@ -35,13 +36,21 @@ def _snapshot(
     contract: Contract, member: Member, entry: MethodSource, pairs: Sequence[Pair]
 ) -> Violation:
     name = f"{member.facts.qualname}.{entry.func.name}"
+    # The codemod edits this class's own method: a save or restore in a parent's method of the
+    # same name (reached through ``super()``) is out of its reach.
+    here = (entry.cls, entry.func.name)
     elsewhere = sorted(
-        {f"{p.save.cls}.{p.save.method}" for p in pairs if p.save.method != entry.func.name}
+        {
+            f"{event.cls}.{event.method}"
+            for p in pairs
+            for event in (p.save, p.restore)
+            if (event.cls, event.method) != here
+        }
     )
     if elsewhere:
         detail = (
-            f"{name} restores {_fields(pairs)} only on the success path, but the saves are in "
-            f"{', '.join(elsewhere)}: a human must decide where the snapshot is taken"
+            f"{name} restores {_fields(pairs)} only on the success path, but they are saved or "
+            f"restored in {', '.join(elsewhere)}: a human must decide where the snapshot is taken"
         )
         fix = None
     else:

@@ -21,6 +21,9 @@ TREE = Path(__file__).parents[1] / "fixtures" / "state_flow"
 EXPECTED = [
     ("pkg/workers/bracketed.py:5", "forbidden-override", "rename"),
     ("pkg/workers/branch_steps.py:6", "forbidden-override", "rename"),
+    ("pkg/workers/inherited_save.py:6", "forbidden-override", "rename"),
+    ("pkg/workers/inherited_save.py:8", "transient-state", None),
+    ("pkg/workers/inherited_save.py:17", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:5", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:16", "deferred-fixup", "pending-flag"),
     ("pkg/workers/parallel_draft.py:27", "forbidden-override", "rename"),
@@ -43,7 +46,7 @@ def tree(tmp_path: Path) -> Path:
 def test_exactly_the_violations_a_maintainer_acts_on(tree: Path) -> None:
     report = sweep(tree)
     assert [(v.location(), v.kind, v.fix) for v in report.violations] == EXPECTED
-    assert report.summary() == "11 violation(s) in 7 class(es)"
+    assert report.summary() == "14 violation(s) in 9 class(es)"
     by_line = {v.location(): v for v in report.violations}
     pair = by_line["pkg/workers/tree_draft.py:11"]
     # all_rank_num_tokens changes only inside _draft_loop, a helper: still part of the pair.
@@ -58,6 +61,8 @@ def test_exactly_the_violations_a_maintainer_acts_on(tree: Path) -> None:
         "self._bump_kv_lens(attn_metadata, accepted)",
         "self._rewind_kv_lens(attn_metadata)",
     )
+    inherited = by_line["pkg/workers/inherited_save.py:8"]
+    assert "saved or restored in LinearLoopWorker.forward" in inherited.detail
     human = by_line["pkg/workers/parallel_draft.py:30"]
     assert "uses bs, nc, which the restore hook cannot see" in human.detail
     assert "A human must decide" in human.detail
@@ -86,8 +91,10 @@ def test_what_is_not_a_violation_is_explained(tree: Path) -> None:
 def test_fix_matches_the_exact_fixed_source(tree: Path) -> None:
     result = fix(tree, imports=False)
     assert all(c.evidence is not None and c.evidence.ok for c in result.changes)
+    # The save and restore of TreeOnLinearWorker's field sit in its parent's forward.
     assert [s.class_qualname for s in result.skips] == [
-        "pkg.workers.parallel_draft.InlineRewindWorker"
+        "pkg.workers.inherited_save.TreeOnLinearWorker",
+        "pkg.workers.parallel_draft.InlineRewindWorker",
     ]
     write_changes(tree, result)
     assert python_files(tree) == python_files(TREE / "after")
