@@ -20,7 +20,7 @@ from fixers.contracts import Contract
 from fixers.index import Member
 from fixers.state_flow import Fixup, Pair
 from fixers.state_trace import MethodSource
-from fixers.violation_types import Save, Violation
+from fixers.violation_types import Fix, Save, Violation
 
 
 def _fields(pairs: Sequence[Pair]) -> str:
@@ -118,25 +118,18 @@ def _pending(contract: Contract, member: Member, entry: MethodSource, fixup: Fix
     why, adjust, compensate = _why_no_rewrite(entry, fixup, contract.metadata_params)
     flag = f"_{fixup.attr.lstrip('_')}_fixup_pending"
     line = fixup.adjust.line if fixup.adjust.rel == member.rel else member.facts.lineno
+    start = f"{name} adjusts {field} in place ({lines}) only on the success path"
     if adjust is None or compensate is None:
         detail = (
-            f"{name} adjusts {field} in place ({lines}) only on the success path; no safe "
-            f"rewrite: {why}. A human must decide how {contract.restore_hook} undoes it"
+            f"{start}; no safe rewrite: {why}. A human must decide how {contract.restore_hook} "
+            "undoes it"
         )
-        return Violation(
-            "deferred-fixup",
-            contract.name,
-            member.rel,
-            line,
-            member.qualname,
-            detail,
-            None,
-            entry.func.name,
-        )
-    detail = (
-        f"{name} adjusts {field} in place ({lines}) only on the success path; fix: a pending "
-        f"flag self.{flag} that {contract.restore_hook} checks to undo it"
-    )
+        fix: Fix | None = None
+        statements, flag = ("", ""), ""
+    else:
+        hook = contract.restore_hook
+        detail = f"{start}; fix: a pending flag self.{flag} that {hook} checks to undo it"
+        fix, statements = "pending-flag", (ast.unparse(adjust), ast.unparse(compensate))
     return Violation(
         "deferred-fixup",
         contract.name,
@@ -144,9 +137,9 @@ def _pending(contract: Contract, member: Member, entry: MethodSource, fixup: Fix
         line,
         member.qualname,
         detail,
-        "pending-flag",
+        fix,
         entry.func.name,
-        fixup=(ast.unparse(adjust), ast.unparse(compensate)),
+        fixup=statements,
         flag=flag,
     )
 

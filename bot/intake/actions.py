@@ -13,16 +13,15 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from io import BytesIO
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.forges.github.job_logs import LogRefused, download_job_log, job_json
-from bot.intake.ci_reports import CiReport, Recording, ReportSource, known_report, record_ci_report
+from bot.intake.ci_reports import ReportSource, record_fetched
 from fixers.input_rules import http_url_problem
-from fixers.intake import Format, IntakeError, read_report
+from fixers.intake import Format
 from fixers.stages import parse_stage
 
 ACTIONS_APP = "github-actions"
@@ -143,19 +142,11 @@ def intake_actions_job(session: Session, settings: Settings, job: ActionsJob) ->
         head_sha=job.head_sha,
         stage=job.name if parse_stage(job.name) is not None else None,
     )
-    if known_report(session, source) is not None:  # before downloading anything
-        return f"{label} is already known"
-    log = download_job_log(settings, job.repository, job.job_id)
-    try:
-        parsed = read_report(BytesIO(log), format=Format.CONSOLE, stage=source.stage)
-    except IntakeError as exc:
-        raise LogRefused(f"{label}: {exc}") from exc
-    recorded = record_ci_report(session, CiReport(source, log, parsed))
-    if recorded.outcome is Recording.DUPLICATE:
-        return f"{label} is already known"
-    if recorded.report is None:
-        return f"{label} is already stored"
-    return (
-        f"report #{recorded.report.id} from {label} "
-        f"({len(parsed.failures)} failure(s), {len(log)} bytes of log)"
+    return record_fetched(
+        session,
+        source,
+        label=label,
+        fetch=lambda: download_job_log(settings, job.repository, job.job_id),
+        format=Format.CONSOLE,
+        refused=LogRefused,
     )

@@ -9,8 +9,10 @@ triage is sent once that transaction commits.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from io import BytesIO
 from uuid import uuid4
 
 from sqlalchemy.orm import Session
@@ -19,7 +21,7 @@ from bot.db.crud import find_report, insert_delivery
 from bot.db.models import CiFailure
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
-from fixers.intake import FailureReport
+from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 DELIVERY_KEY_CHARS = 200  # deliveries.key
 
@@ -117,6 +119,34 @@ def record_ci_report(session: Session, report: CiReport) -> RecordedReport:
     session.flush()
     enqueue_after_commit(session, task_names.TRIAGE, row.id)
     return RecordedReport(Recording.RECORDED, row)
+
+
+def record_fetched(
+    session: Session,
+    source: ReportSource,
+    *,
+    label: str,
+    fetch: Callable[[], bytes],
+    format: Format,
+    refused: Callable[[str], Exception],
+) -> str:
+    """A report the bot fetches itself (a Jenkins testReport, an Actions job log): nothing is
+    fetched when it is known; a document that does not parse raises ``refused``. The answer
+    says what happened, for the delivery's outcome."""
+    if known_report(session, source) is not None:
+        return f"{label} is already known"
+    body = fetch()
+    try:
+        parsed = read_report(BytesIO(body), format=format, stage=source.stage)
+    except IntakeError as exc:
+        raise refused(f"{label}: {exc}") from exc
+    recorded = record_ci_report(session, CiReport(source, body, parsed))
+    if recorded.outcome is Recording.DUPLICATE:
+        return f"{label} is already known"
+    if recorded.report is None:
+        return f"{label} is already stored"
+    failures = len(parsed.failures)
+    return f"report #{recorded.report.id} from {label} ({failures} failure(s), {len(body)} bytes)"
 
 
 def _delivery_key(source: ReportSource) -> str:

@@ -8,7 +8,6 @@ who can post a status wrote, so it must not steer our credentials anywhere else.
 from __future__ import annotations
 
 import re
-from io import BytesIO
 from urllib.parse import urlsplit
 
 import httpx
@@ -16,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.forges.github.events import CheckFailure
-from bot.intake.ci_reports import CiReport, Recording, ReportSource, known_report, record_ci_report
-from fixers.intake import Format, IntakeError, read_report
+from bot.intake.ci_reports import ReportSource, record_fetched
+from fixers.intake import Format
 
 BUILD_PATH = re.compile(r"^(?P<jobs>(?:/job/[^/]+)+)/(?P<number>\d+)(?:/.*)?$")
 
@@ -82,17 +81,11 @@ def intake_check_failure(
         repository=failure.repository,
         head_sha=failure.head_sha,
     )
-    if known_report(session, source) is not None:  # before fetching anything
-        return f"{pipeline}#{number} is already known"
-    body = fetch_testreport(settings, url)
-    try:
-        parsed = read_report(BytesIO(body), format=Format.TESTREPORT, stage=None)
-    except IntakeError as exc:
-        raise BuildRefused(f"{url}: {exc}") from exc
-    recorded = record_ci_report(session, CiReport(source, body, parsed))
-    if recorded.outcome is Recording.DUPLICATE:
-        return f"{pipeline}#{number} is already known"
-    if recorded.report is None:
-        return f"{pipeline}#{number} is already stored"
-    report_id = recorded.report.id
-    return f"report #{report_id} from {pipeline}#{number} ({len(parsed.failures)} failure(s))"
+    return record_fetched(
+        session,
+        source,
+        label=f"{pipeline}#{number}",
+        fetch=lambda: fetch_testreport(settings, url),
+        format=Format.TESTREPORT,
+        refused=BuildRefused,
+    )

@@ -19,6 +19,7 @@ from bot.intake.ci_reports import (
     delivery_key,
     known_report,
     record_ci_report,
+    record_fetched,
 )
 from bot.queue import names as task_names
 from fixers.intake import Format, read_report
@@ -161,3 +162,43 @@ def test_long_keys_become_digests_never_truncations():
     long_a, long_b = "x" * 300 + "a", "x" * 300 + "b"
     assert delivery_key(long_a) != delivery_key(long_b)
     assert delivery_key(long_a).startswith("ci:sha256:") and len(delivery_key(long_a)) == 74
+
+
+class Refused(ValueError):
+    pass
+
+
+def test_a_fetched_document_that_does_not_parse_is_refused_and_nothing_is_stored(queued):
+    source = ReportSource(pipeline="L0_MergeRequest_PR", build_number=11)
+    with (
+        pytest.raises(Refused, match=r"L0_MergeRequest_PR#11: "),
+        session_scope(queued.resolved_database_url) as session,
+    ):
+        record_fetched(
+            session,
+            source,
+            label="L0_MergeRequest_PR#11",
+            fetch=lambda: b"\xff{ not a testReport",
+            format=Format.TESTREPORT,
+            refused=Refused,
+        )
+    assert _counts(queued) == (0, 0)
+
+
+def test_a_known_report_is_not_fetched_again(queued):
+    source = ReportSource(pipeline="L0_MergeRequest_PR", build_number=12)
+    fetched: list[int] = []
+
+    def fetch() -> bytes:
+        fetched.append(1)
+        return LOG
+
+    def record() -> str:
+        with session_scope(queued.resolved_database_url) as session:
+            return record_fetched(
+                session, source, label="#12", fetch=fetch, format=Format.CONSOLE, refused=Refused
+            )
+
+    assert record().startswith("report #")
+    assert record() == "#12 is already known"
+    assert fetched == [1] and _counts(queued) == (1, 1)
