@@ -98,6 +98,21 @@ class Settings(BaseSettings):
             "it is missing; every report then says NOT SANDBOXED"
         ),
     )
+    import_preload: list[str] = Field(
+        default_factory=lambda: ["torch"],
+        description=(
+            "Imported once per import check, before any target code (from the service's "
+            "interpreter): packages target code imports everywhere and that are slow to import"
+        ),
+    )
+    import_spares: int = Field(
+        default=2,
+        ge=0,
+        description=(
+            "Import checks' sandboxes kept started ahead for the next repair attempts "
+            "(0: each attempt starts its own)"
+        ),
+    )
     worker_queues: list[str] = Field(
         default_factory=lambda: ["repair", "cpu", "gpu.any"],
         description="Queues the embedded worker consumes",
@@ -225,7 +240,7 @@ class Settings(BaseSettings):
     @property
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to a SQLite file in the data directory."""
-        return self.database_url or f"sqlite:///{(self.data_dir / 'repairbot.db').resolve()}"
+        return self.database_url or _sqlite_url(self.data_dir)
 
     @property
     def resolved_broker_url(self) -> str:
@@ -280,3 +295,9 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read from the environment once."""
     return Settings()
+
+
+@cache
+def _sqlite_url(data_dir: Path) -> str:
+    # Resolved once: every request asks, and resolving walks the path's links on disk.
+    return f"sqlite:///{(data_dir / 'repairbot.db').resolve()}"

@@ -135,6 +135,8 @@ class FixResult:
     report: SweepResult
     changes: list[FileChange]
     skips: list[Skip]
+    # Wall-clock seconds of each part of the fix ("sweep", "fix", "import evidence").
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def diff(self) -> str:
         """All changes as one unified diff."""

@@ -7,18 +7,25 @@ reading the tree (through ``RepoIndex``) and the import subprocess.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from libcst.codemod import TransformSkip, TransformSuccess, transform_module
-
 from fixers.codemods._common import DEFAULT_LINE_LENGTH
 from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config, read_repo_toml
-from fixers.evidence import check_imports, parse_problem, scope_problem
-from fixers.fix_plan import FilePlan, Step, plan_fixes
+from fixers.fix_apply import apply_plan
+from fixers.fix_plan import plan_fixes
+from fixers.import_check import (
+    DEFAULT_PRELOAD,
+    ImportServer,
+    check_imports,
+    imported_of,
+    start_server,
+)
 from fixers.index import Hierarchy, IndexCache, RepoIndex
-from fixers.outcome import Evidence, FileChange, FixResult, Skip, SweepResult
+from fixers.outcome import FileChange, FixResult, ImportStatus, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
 from fixers.violation_types import Note, Violation
@@ -101,44 +108,6 @@ def sweep(root: Path, contracts: list[Contract] | None = None, **kwargs: object)
     return run_sweep(root, contracts, **kwargs).report  # type: ignore[arg-type]
 
 
-def _apply(step: Step, code: str) -> tuple[str | None, str]:
-    result = transform_module(step.make(), code)
-    if isinstance(result, TransformSuccess):
-        return result.code, ""
-    if isinstance(result, TransformSkip):
-        return None, result.skip_description
-    return None, f"{step.name} failed: {getattr(result, 'error', result)}"
-
-
-def _apply_plan(
-    plan: FilePlan, source: str, python: tuple[int, int] | None
-) -> tuple[FileChange | None, list[Skip]]:
-    code = source
-    skips: list[Skip] = []
-    done: list[Step] = []
-    for step in plan.steps:
-        new, why = _apply(step, code)
-        if new is None:
-            skips.append(Skip(plan.path, why, ",".join(step.classes)))
-        else:
-            code, done = new, [*done, step]
-    if not done:
-        return None, skips
-    problem = parse_problem(code, python)
-    if problem is not None:
-        return None, [*skips, Skip(plan.path, problem)]
-    idempotent = all(_apply(step, code)[0] is None for step in done)
-    classes = sorted({c for step in done for c in step.classes})
-    stray = scope_problem(source, code, classes)
-    change = FileChange(
-        plan.path, plan.module, source, code, list(dict.fromkeys(s.name for s in done)), classes
-    )
-    change.evidence = Evidence(
-        parses=True, idempotent=idempotent, scoped=not stray, scope_detail=stray
-    )
-    return change, skips
-
-
 def _read_text(root: Path, rel: str, max_bytes: int) -> tuple[str | None, str]:
     try:
         return read_repo_file(root, rel, max_bytes).decode("utf-8"), ""
@@ -158,12 +127,53 @@ def fix(
     imports: bool = True,
     progress: Progress | None = None,
     sandbox: SandboxOptions = STRICT,
+    server: ImportServer | None = None,
+    preload: Sequence[str] = DEFAULT_PRELOAD,
 ) -> FixResult:
     """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change.
 
-    ``imports`` runs the import check, in the sandbox that ``sandbox`` describes.
+    ``imports`` runs the import check, in the sandbox that ``sandbox`` describes: on ``server``
+    when one was started ahead for ``root`` (with the same ``sandbox``), else on one started
+    here right after the sweep (importing at once those of ``preload`` that the files the sweep
+    read import, the others once a module needs one), so that its interpreter warms up while
+    the codemods run. The server is closed either way.
     """
+    clock = time.perf_counter()
     state = run_sweep(root, contracts, cache=cache, progress=progress)
+    seconds = {"sweep": time.perf_counter() - clock}
+    try:
+        clock = time.perf_counter()
+        later: Sequence[str] = ()
+        if imports and server is None and state.report.violations:
+            # What the files read import at module level is preloaded; the rest of ``preload``
+            # only once a module's import needed it.
+            now = imported_of(preload, _imported(state))
+            preload, later = now, [name for name in preload if name not in now]
+            server = start_server(root, sandbox=sandbox, preload=preload, later=later)
+        started = time.perf_counter() - clock
+        result = _fix_in_memory(root, state)
+        result.seconds = {**seconds, "fix": time.perf_counter() - clock - started}
+        if imports and result.changes:
+            clock = time.perf_counter()
+            results = check_imports(
+                root, result.changes, sandbox=sandbox, server=server, preload=preload, later=later
+            )
+            server = None  # check_imports closed it
+            result.seconds["import evidence"] = started + time.perf_counter() - clock
+            _attach_imports(result.changes, results)
+    finally:
+        if server is not None:
+            server.close()
+    return result
+
+
+def _imported(state: SweepState) -> set[str]:
+    """The dotted names that the files the sweep parsed import at module level."""
+    return {target for facts in state.index.facts.values() for _, target in facts.bindings}
+
+
+def _fix_in_memory(root: Path, state: SweepState) -> FixResult:
+    """Plan and apply the codemods; the changes carry every evidence but the imports."""
     plans, skips = plan_fixes(
         state.index,
         state.hierarchies,
@@ -177,19 +187,22 @@ def fix(
         if source is None:
             skips.append(Skip(plan.path, why))
             continue
-        change, more = _apply_plan(plan, source, state.config.python)
+        change, more = apply_plan(plan, source, state.config.python)
         skips.extend(more)
         if change is not None:
             changes.append(change)
-    if imports and changes:
-        results = check_imports(root, changes, sandbox=sandbox)
-        for change in changes:
-            status, detail = results.get(change.path, ("unverified", "no answer"))
-            assert change.evidence is not None
-            change.evidence = Evidence(
-                **{**change.evidence.__dict__, "import_status": status, "import_detail": detail}
-            )
     return FixResult(state.report, changes, skips)
+
+
+def _attach_imports(
+    changes: list[FileChange], results: dict[str, tuple[ImportStatus, str]]
+) -> None:
+    for change in changes:
+        status, detail = results.get(change.path, ("unverified", "no answer"))
+        assert change.evidence is not None
+        change.evidence = dataclasses.replace(
+            change.evidence, import_status=status, import_detail=detail
+        )
 
 
 def write_changes(root: Path, result: FixResult) -> list[str]:

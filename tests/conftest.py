@@ -48,6 +48,9 @@ def make_settings(data_dir: Path, **overrides: object):
         "reconcile_interval_s": 0.5,
         # Required outside development; tests build their target repositories beside data_dir.
         "repository_roots": [data_dir.parent],
+        # No import check started ahead (each would import torch in the background for a repair
+        # that is not coming); tests/bot/pipeline/test_import_spare.py turns them on.
+        "import_spares": 0,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -3,8 +3,9 @@
 An AST scan of ``bot/``, ``fixers/`` and ``runtime/`` for calls that start a process
 (``subprocess.*``, ``os.exec*``, ``os.spawn*``, ``os.system``, ``os.popen``, ``os.fork``,
 ``os.posix_spawn*``, ``pty.spawn``, ``asyncio.create_subprocess_*``) and for imports of those
-names. Each site must be in the allow-list below with its reason; only ``_supervise`` in
-``fixers/sandbox/launch.py`` may start target-repository code. (Process pools are not scanned:
+names. Each site must be in the allow-list below with its reason; only ``_spawn`` in
+``fixers/sandbox/launch.py`` may start target-repository code (and the import server it starts
+forks its per-module children inside that sandbox). (Process pools are not scanned:
 they run our own functions, and those start target code through the launcher.)
 """
 
@@ -18,7 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "fixers", "runtime")
 ALLOWED = {
-    ("fixers/sandbox/launch.py", "_supervise"): "THE launcher: bubblewrap, rlimits, timeouts",
+    ("fixers/sandbox/launch.py", "_spawn"): "THE launcher: bubblewrap, rlimits, timeouts",
+    ("fixers/import_probe.py", "_fork_child"): (
+        "the import server's child per module: runs only inside the sandbox the launcher started"
+    ),
     ("bot/git.py", "git"): "git plumbing on our own checkouts; runs no repository code",
     (
         "bot/forges/github/mirror.py",
@@ -81,7 +85,7 @@ def test_every_process_start_is_the_launcher_or_allowed_git_plumbing() -> None:
                 found.setdefault((rel, where), []).append(f"{rel}:{line} {what}")
     unexpected = {key: sites for key, sites in found.items() if key not in ALLOWED}
     assert not unexpected, f"start target code with fixers.sandbox.run_isolated: {unexpected}"
-    assert ("fixers/sandbox/launch.py", "_supervise") in found  # the scan sees the launcher
+    assert ("fixers/sandbox/launch.py", "_spawn") in found  # the scan sees the launcher
 
 
 @pytest.mark.parametrize(

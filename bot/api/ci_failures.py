@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import hmac
-from io import BytesIO
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from bot.api.body import read_capped_body
 from bot.api.deps import get_app_settings
+from bot.api.group_write import committed
 from bot.config import Settings
+from bot.db.group_commit import ONE_BY_ONE
 from bot.db.models import CiFailure
-from bot.db.session import session_scope
 from bot.intake.ci_reports import CiReport, Recording, ReportSource, record_ci_report
 from bot.intake.webhook_auth import is_valid
 from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
-from fixers.intake import FailureReport, Format, IntakeError, read_report
+from fixers.intake import FailureReport, Format, IntakeError, screen_report
 
 router = APIRouter()
 
@@ -108,8 +109,9 @@ async def post_ci_failure(
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)
     try:
+        # Console text is only screened here; triage reads its failures from the stored body.
         parsed: FailureReport = await run_in_threadpool(
-            read_report, BytesIO(body), format=meta.format, stage=meta.stage
+            screen_report, body, format=meta.format, stage=meta.stage
         )
     except IntakeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
@@ -118,21 +120,21 @@ async def post_ci_failure(
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ"
         )
-    answer, code = await run_in_threadpool(_store, settings, CiReport(source, body, parsed))
+    report = CiReport(source, body, parsed)
+    answer, code = await committed(settings, ONE_BY_ONE, lambda session: _store(session, report))
     return JSONResponse(answer, code)
 
 
-def _store(settings: Settings, report: CiReport) -> tuple[dict[str, Any], int]:
+def _store(session: Session, report: CiReport) -> tuple[dict[str, Any], int]:
     """Record the report: 202 when new, 200 with the first one when repeated, 409 mid-store."""
-    with session_scope(settings.resolved_database_url) as session:
-        recorded = record_ci_report(session, report)
-        if recorded.report is None:
-            raise HTTPException(
-                status.HTTP_409_CONFLICT, "the same report is being stored right now; retry"
-            )
-        if recorded.outcome is Recording.DUPLICATE:
-            return _answer(recorded.report, duplicate=True), status.HTTP_200_OK
-        return _answer(recorded.report, duplicate=False), status.HTTP_202_ACCEPTED
+    recorded = record_ci_report(session, report)
+    if recorded.report is None:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, "the same report is being stored right now; retry"
+        )
+    if recorded.outcome is Recording.DUPLICATE:
+        return _answer(recorded.report, duplicate=True), status.HTTP_200_OK
+    return _answer(recorded.report, duplicate=False), status.HTTP_202_ACCEPTED
 
 
 def _report_source(

@@ -43,7 +43,12 @@ def _report_json(report: CiFailure, *, detail: bool) -> dict[str, Any]:
         "pr_number": report.pr_number,
         "head_sha": report.head_sha,
         "format": report.format,
-        "failure_count": report.failure_count,
+        # Console text is only screened at intake: its failures are counted at triage.
+        "failure_count": (
+            report.failure_count
+            if report.classified_at is not None or report.format != "console"
+            else None
+        ),
         "received_at": report.received_at.isoformat(),
         "classified_at": report.classified_at.isoformat() if report.classified_at else None,
         "top_errors": [f.get("message", "") for f in report.findings[:5]],

@@ -9,14 +9,16 @@ byte at a time would hold a connection forever, unauthenticated.
 from __future__ import annotations
 
 import asyncio
+import weakref
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 
 class HeaderDeadlineProtocol(H11Protocol):
     """Closes a connection whose next request's headers are not in within ``header_timeout_s``."""
 
     header_timeout_s = 20.0
+    _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """A new connection: its first request's headers are due."""
@@ -32,12 +34,25 @@ class HeaderDeadlineProtocol(H11Protocol):
         super().on_response_complete()
 
     def _arm(self) -> None:
-        self.loop.call_later(self.header_timeout_s, self._headers_due, self.cycle)
+        # One timer per connection, holding only a weak reference to the finished cycle: a timer
+        # per response that kept its cycle (and the request's body) alive for header_timeout_s
+        # would pile thousands of them into the oldest GC generation under load.
+        if self._deadline is not None:
+            self._deadline.cancel()
+        previous = None if self.cycle is None else weakref.ref(self.cycle)
+        self._deadline = self.loop.call_later(self.header_timeout_s, self._headers_due, previous)
 
-    def _headers_due(self, previous: object) -> None:
+    def _headers_due(self, previous: weakref.ref[RequestResponseCycle] | None) -> None:
         # A new request cycle began since we armed: its headers arrived in time.
-        if self.cycle is previous and not self.transport.is_closing():
+        current = None if previous is None else previous()
+        if self.cycle is current and not self.transport.is_closing():
             self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection closed: its deadline no longer applies."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
 
 
 def header_deadline_protocol(timeout_s: float) -> type[HeaderDeadlineProtocol]:

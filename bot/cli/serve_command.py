@@ -57,9 +57,11 @@ def serve(
         f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'}"
         f"{', verification in a child process' if verifier else ''})"
     )
+    api = create_app(settings)
+    _freeze_startup_objects()
     try:
         uvicorn.run(
-            create_app(settings),
+            api,
             host=host,
             port=port,
             log_level="warning",
@@ -69,3 +71,17 @@ def serve(
         stop.set()
         if verifier is not None:
             verifier.stop()
+
+
+def _freeze_startup_objects() -> None:
+    """Move everything loaded so far (modules, libcst, Celery, the app) out of the collector's
+    reach: it lives as long as the process. Measured under load: without this, full
+    collections that find nothing paused every request for 100-300 ms. The youngest
+    generation is collected every 20,000 allocations rather than 700: a request allocates
+    hundreds of short-lived objects, and the collector's share of a request's CPU drops (about
+    8% less CPU per delivery under load, bench/webhooks.py)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from bot.db.models import (
@@ -24,17 +26,64 @@ from bot.db.models import (
 )
 
 
+@dataclass(frozen=True)
+class NewDelivery:
+    """A delivery to store; ``key`` is unique across all deliveries."""
+
+    source: str
+    key: str
+    event: str
+    action: str | None
+    body: bytes
+    outcome: str = "stored"
+
+
+def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> dict[str, int]:
+    """Store the deliveries whose key is new; the ids of those stored, by key.
+
+    One ``INSERT ... VALUES (...), (...) ON CONFLICT (key) DO NOTHING RETURNING id, key``: the
+    unique index decides between concurrent requests with the same key, and a duplicate costs
+    no exception and no savepoint. Of two with the same key in ``deliveries``, the first wins.
+    """
+    if not deliveries:
+        return {}
+    first_of_each: dict[str, NewDelivery] = {}
+    for delivery in deliveries:
+        first_of_each.setdefault(delivery.key, delivery)
+    now = utcnow()
+    rows = [
+        {
+            "source": d.source,
+            "key": d.key,
+            "event": d.event,
+            "action": d.action,
+            "body": d.body,
+            "outcome": d.outcome,
+            "received_at": now,
+            "dispatched_at": now,
+        }
+        for d in first_of_each.values()
+    ]
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(Delivery).on_conflict_do_nothing(index_elements=[Delivery.key])
+    returned = session.connection().execute(statement.returning(Delivery.key, Delivery.id), rows)
+    return {key: delivery_id for key, delivery_id in returned}
+
+
 def insert_delivery(
-    session: Session, *, source: str, key: str, event: str, action: str | None, body: bytes
-) -> Delivery | None:
-    """Store a delivery; None when its key was seen before (a redelivery)."""
-    delivery = Delivery(source=source, key=key, event=event, action=action, body=body)
-    try:
-        with session.begin_nested():
-            session.add(delivery)
-    except IntegrityError:
-        return None
-    return delivery
+    session: Session,
+    *,
+    source: str,
+    key: str,
+    event: str,
+    action: str | None,
+    body: bytes,
+    outcome: str = "stored",
+) -> int | None:
+    """Store one delivery and return its id; None when its key was seen before (a redelivery)."""
+    stored = insert_deliveries(session, [NewDelivery(source, key, event, action, body, outcome)])
+    return stored.get(key)
 
 
 def find_report(

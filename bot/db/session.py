@@ -11,6 +11,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+CHECKPOINT_BYTES = 4 << 20
+
 
 @cache
 def engine_for(url: str) -> Engine:
@@ -28,8 +30,18 @@ def _sqlite_pragmas(connection: Any, _record: object) -> None:
     # pysqlite's own transaction handling defers BEGIN and breaks SAVEPOINT; we issue BEGIN.
     connection.isolation_level = None
     cursor = connection.cursor()
+    # Before anything is created, i.e. for a new database only (WAL fixes the size after):
+    # report bodies are up to megabytes, and 64 KiB pages store one in a sixteenth of the pages
+    # (and WAL frames) that 4 KiB pages need: measured, 40% of the CPU per stored megabyte.
+    cursor.execute("PRAGMA page_size=65536")
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    # A checkpoint runs inside the COMMIT that crosses this much WAL, stalling that commit's
+    # whole batch: 4 MiB keeps each stall a few milliseconds, whatever the page size.
+    page_size = cursor.execute("PRAGMA page_size").fetchone()[0]
+    cursor.execute(f"PRAGMA wal_autocheckpoint={max(1, CHECKPOINT_BYTES // page_size)}")
+    # FULL: a commit returns only once the WAL is on disk, so an acknowledged request survives a
+    # power cut too. Group commit (bot.db.group_commit) pays that fsync once per batch.
+    cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

@@ -113,8 +113,7 @@ def record_ci_report(session: Session, report: CiReport) -> RecordedReport:
     )
     if delivery is None:
         return RecordedReport(Recording.IN_FLIGHT, None)
-    session.flush()
-    row = _report_row(report, delivery.id)
+    row = _report_row(report, delivery)
     session.add(row)
     session.flush()
     enqueue_after_commit(session, task_names.TRIAGE, row.id)

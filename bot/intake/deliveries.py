@@ -8,13 +8,13 @@ reconciler (``bot.pipeline.reconcile``) sends it again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
-from bot.db.crud import insert_delivery
-from bot.db.models import Delivery
+from bot.db.crud import NewDelivery, insert_deliveries
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 
@@ -48,30 +48,53 @@ class DeliveryOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class RecordedDelivery:
-    """The outcome, and the stored row (None for a duplicate)."""
+    """The outcome, and the stored row's id (None for a duplicate)."""
 
     outcome: DeliveryOutcome
-    delivery: Delivery | None
+    delivery_id: int | None
 
 
 def record_delivery(session: Session, delivery: GitHubDelivery) -> RecordedDelivery:
     """Store ``delivery`` unless its id is known; queue its processing when an event we handle."""
-    stored = insert_delivery(
+    return record_deliveries(session, [delivery])[0]
+
+
+def record_deliveries(
+    session: Session, deliveries: Sequence[GitHubDelivery]
+) -> list[RecordedDelivery]:
+    """:func:`record_delivery` for many at once, in one INSERT; one outcome each, in order.
+
+    A delivery id repeated within ``deliveries`` is stored once: the later ones are duplicates.
+    """
+    outcomes = [_outcome(delivery.event) for delivery in deliveries]
+    stored = insert_deliveries(
         session,
-        source="github",
-        key=delivery.key,
-        event=delivery.event,
-        action=delivery.action,
-        body=delivery.body,
+        [
+            NewDelivery("github", d.key, d.event, d.action, d.body, outcome=_STORED_AS[outcome])
+            for d, outcome in zip(deliveries, outcomes, strict=True)
+        ],
     )
-    if stored is None:
-        return RecordedDelivery(DeliveryOutcome.DUPLICATE, None)
-    if delivery.event == "ping":
-        stored.outcome = "processed"
-        return RecordedDelivery(DeliveryOutcome.PONG, stored)
-    if delivery.event not in HANDLED_EVENTS:
-        stored.outcome = "ignored"
-        return RecordedDelivery(DeliveryOutcome.IGNORED, stored)
-    session.flush()
-    enqueue_after_commit(session, task_names.PROCESS_DELIVERY, stored.id)
-    return RecordedDelivery(DeliveryOutcome.ACCEPTED, stored)
+    recorded: list[RecordedDelivery] = []
+    for delivery, outcome in zip(deliveries, outcomes, strict=True):
+        delivery_id = stored.pop(delivery.key, None)  # popped: a repeat of it is a duplicate
+        if delivery_id is None:
+            recorded.append(RecordedDelivery(DeliveryOutcome.DUPLICATE, None))
+            continue
+        if outcome is DeliveryOutcome.ACCEPTED:
+            enqueue_after_commit(session, task_names.PROCESS_DELIVERY, delivery_id)
+        recorded.append(RecordedDelivery(outcome, delivery_id))
+    return recorded
+
+
+# deliveries.outcome as stored: only an accepted delivery waits for its processing.
+_STORED_AS = {
+    DeliveryOutcome.PONG: "processed",
+    DeliveryOutcome.IGNORED: "ignored",
+    DeliveryOutcome.ACCEPTED: "stored",
+}
+
+
+def _outcome(event: str) -> DeliveryOutcome:
+    if event == "ping":
+        return DeliveryOutcome.PONG
+    return DeliveryOutcome.ACCEPTED if event in HANDLED_EVENTS else DeliveryOutcome.IGNORED

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from bot.config import Settings
 from bot.db.models import Fix
 from bot.db.session import session_scope
+from bot.pipeline.import_spare import SPARE_PREFIX
 from bot.runner.workdirs import forget_missing_worktrees, prune_root
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def prune_stale_work(settings: Settings) -> Pruned:
 
     Safe while other workers on this host run: their directories are leased.
     """
-    removed = prune_root(settings.worktrees_dir.resolve(), prefixes=[REPAIR_PREFIX])
+    removed = prune_root(settings.worktrees_dir.resolve(), prefixes=[REPAIR_PREFIX, SPARE_PREFIX])
     removed += prune_root(settings.runner_root.resolve(), prefixes=[VERIFICATION_PREFIX])
     repositories = sorted(known_repositories(settings))
     for repo in repositories:

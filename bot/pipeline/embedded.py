@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Settings
+from bot.pipeline.import_spare import start_spares
 from bot.pipeline.reconcile import reconcile_once
+from bot.queue import names as task_names
 from bot.queue.celery_app import app as celery_app
 from bot.queue.celery_app import configure_tasks
 
@@ -80,10 +82,21 @@ def quiet_solo_worker(queues: Sequence[str], **options: Any) -> Any:
 
 def start_embedded_worker(settings: Settings, queues: Sequence[str]) -> threading.Thread:
     """A Celery worker consuming ``queues`` in a daemon thread of this process; its tasks read
-    ``settings``."""
+    ``settings``.
+
+    When it takes repairs, that thread first starts the spare import checks for the first
+    attempts (``bot.pipeline.import_spare``): from the thread that runs the repairs, since a
+    sandbox dies with the thread that started it.
+    """
     configure_tasks(settings)
     worker = quiet_solo_worker(queues)
-    thread = threading.Thread(target=worker.start, name="repairbot-worker", daemon=True)
+
+    def run() -> None:
+        if task_names.REPAIR_QUEUE in queues:
+            start_spares(settings)
+        worker.start()
+
+    thread = threading.Thread(target=run, name="repairbot-worker", daemon=True)
     thread.start()
     return thread
 

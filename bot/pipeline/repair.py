@@ -20,15 +20,18 @@ from bot.config import Settings
 from bot.db.models import RunState
 from bot.forges.github.retry import RateLimited
 from bot.git import GitError, fresh_worktree, remove_worktree
+from bot.pipeline.import_spare import start_spares, take_spare
 from bot.pipeline.repair_start import RunContext, start_attempt
 from bot.pipeline.repair_steps import already_fixed, candidate_for, swept, write_fixes
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop, move, record_publication, still_live, stop
+from bot.pipeline.stage_times import StageClock
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
+from fixers.import_check import ImportServer
 from fixers.sweep import fix
 
 OUT_OF_MEMORY = "ran out of memory"
@@ -63,33 +66,66 @@ def repair_run(settings: Settings, run_id: int) -> None:
 
 
 def _in_worktree(settings: Settings, context: RunContext, target: Target) -> None:
+    clock = StageClock()
+    spare = take_spare(settings)  # an import check warmed up for this attempt, if one waits
     # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
-    worktree = settings.worktrees_dir.resolve() / f"run-{context.run_id}-{uuid4().hex[:8]}"
+    token = spare.token if spare is not None else uuid4().hex[:8]
+    worktree = settings.worktrees_dir.resolve() / f"run-{context.run_id}-{token}"
     # Leased: if this process is killed, the next start prunes the worktree (bot.runner.workdirs).
     with leased(worktree):
+        server = spare.claim(worktree) if spare is not None else None
         try:
+            start_spares(settings)  # for the next attempts, warming up while this one works
             fresh_worktree(target.repo, worktree, target.base_sha)
-            repair_in(settings, context, target, worktree)
+            clock.lap("worktree")
+            repair_in(settings, context, target, worktree, server=server, clock=clock)
         except (GitError, RateLimited) as exc:
             raise TransientError(str(exc)) from exc
         finally:
+            if server is not None:
+                server.close()  # already closed when the check ran; safe again
             remove_worktree(target.repo, worktree)
 
 
-def repair_in(settings: Settings, context: RunContext, target: Target, worktree: Path) -> None:
-    """Sweep and fix → write → already fixed on the base? → compose → publish → record."""
-    run_id = context.run_id
-    result = fix(worktree, [context.contract], imports=True, sandbox=sandbox_options(settings))
-    move(settings, run_id, RunState.SWEPT, swept(result, target.base_sha))
+def repair_in(
+    settings: Settings,
+    context: RunContext,
+    target: Target,
+    worktree: Path,
+    *,
+    server: ImportServer | None = None,
+    clock: StageClock | None = None,
+) -> None:
+    """Sweep and fix → write → already fixed on the base? → compose → publish → record.
+
+    ``server``: an import server started ahead whose sandbox sees ``worktree``; ``clock``
+    collects the stages' seconds, which the ``swept`` and ``pr_opened`` reasons carry.
+    """
+    run_id, clock = context.run_id, clock or StageClock()
+    result = fix(
+        worktree,
+        [context.contract],
+        imports=True,
+        sandbox=sandbox_options(settings),
+        server=server,
+        preload=settings.import_preload,
+    )
+    clock.add(result.seconds)
+    move(settings, run_id, RunState.SWEPT, f"{swept(result, target.base_sha)} {clock.summary()}")
     written = write_fixes(worktree, result)
     if isinstance(written, Stop):
         stop(settings, run_id, written)
         return
     move(settings, run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
+    clock.restart()
     fixed_elsewhere = already_fixed(settings, context.contract, target, result)
+    clock.lap("base check")
     if fixed_elsewhere is not None:
         stop(settings, run_id, fixed_elsewhere)
         return
     candidate = candidate_for(settings, context, target, worktree, result)
+    clock.lap("compose")
     if still_live(settings, run_id):  # else a duplicate delivery of this task finished it
-        record_publication(settings, run_id, target.forge.publish(candidate))
+        outcome = target.forge.publish(candidate)
+        clock.lap("publish")
+        record_publication(settings, run_id, outcome, clock.summary())

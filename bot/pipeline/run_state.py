@@ -45,9 +45,13 @@ def still_live(settings: Settings, run_id: int) -> bool:
         return not RunState(session.get_one(RepairRun, run_id).state).terminal
 
 
-def record_publication(settings: Settings, run_id: int, outcome: PublishOutcome) -> None:
+def record_publication(
+    settings: Settings, run_id: int, outcome: PublishOutcome, note: str = ""
+) -> None:
     """The run after ``forge.publish``: linked (duplicate), extended or opened (PR opened, and
-    an opened fix is verified at once: the bot authored its branch, so it is trusted)."""
+    an opened fix is verified at once: the bot authored its branch, so it is trusted).
+
+    ``note`` follows the outcome's reason in the timeline (the stages' seconds)."""
     with session_scope(settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, run_id)
         if RunState(run.state).terminal:
@@ -55,13 +59,13 @@ def record_publication(settings: Settings, run_id: int, outcome: PublishOutcome)
         match outcome:
             case Linked(fix_id=fix_id, url=url, reason=reason):
                 run.fix_id, run.linked_url = fix_id, url
-                move_run(session, run=run, to=RunState.DUPLICATE, reason=reason)
+                move_run(session, run=run, to=RunState.DUPLICATE, reason=_noted(reason, note))
             case Extended(fix_id=fix_id, url=url, reason=reason):
                 run.fix_id, run.linked_url = fix_id, url
-                move_run(session, run=run, to=RunState.PR_OPENED, reason=reason)
+                move_run(session, run=run, to=RunState.PR_OPENED, reason=_noted(reason, note))
             case Opened(fix_id=fix_id, reason=reason):
                 run.fix_id = fix_id
-                move_run(session, run=run, to=RunState.PR_OPENED, reason=reason)
+                move_run(session, run=run, to=RunState.PR_OPENED, reason=_noted(reason, note))
                 request_verification(
                     session,
                     fix=session.get_one(Fix, fix_id),
@@ -70,3 +74,7 @@ def record_publication(settings: Settings, run_id: int, outcome: PublishOutcome)
                 )
             case _:
                 assert_never(outcome)
+
+
+def _noted(reason: str, note: str) -> str:
+    return f"{reason} {note}" if note else reason

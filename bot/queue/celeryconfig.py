@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.config import get_settings
+from bot.queue.names import REPAIR_QUEUE as _REPAIR_QUEUE
 
 _settings = get_settings()
 
@@ -12,8 +13,8 @@ broker_connection_retry_on_startup = True
 task_acks_late = True
 task_reject_on_worker_lost = True
 worker_prefetch_multiplier = 1
-task_default_queue = "repair"
+task_default_queue = _REPAIR_QUEUE
 task_ignore_result = True
-task_routes = {"repairbot.*": {"queue": "repair"}}
+task_routes = {"repairbot.*": {"queue": _REPAIR_QUEUE}}
 worker_hijack_root_logger = False
 broker_connection_max_retries = None

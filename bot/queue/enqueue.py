@@ -1,48 +1,83 @@
-"""Sending tasks only after the transaction that made their rows visible has committed."""
+"""Sending tasks only after the transaction that made their rows visible has committed.
+
+Tasks queued in a SAVEPOINT that rolls back are dropped with it, so a write that failed inside a
+group-committed batch (``bot.db.group_commit``) sends nothing while the rest of the batch does.
+Everything a commit releases goes out over one producer connection.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from bot.queue.celery_app import app
 
 _PENDING_KEY = "repairbot_pending_tasks"
+_LISTENING_KEY = "repairbot_pending_listening"
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _PendingTask:
+    task_name: str
+    args: tuple[Any, ...]
+    queue: str | None
+    # The innermost SAVEPOINT open when it was queued (None: the session's own transaction).
+    savepoint: SessionTransaction | None
 
 
 def enqueue_after_commit(
     session: Session, task_name: str, *args: Any, queue: str | None = None
 ) -> None:
-    """Send ``task_name(*args)`` once ``session`` commits; drop it if the session rolls back.
+    """Send ``task_name(*args)`` once ``session`` commits; drop it if its transaction rolls back.
 
     A send that fails (the broker is down) is logged, not raised: the database already holds the
     work, and the reconciler re-sends whatever stays unfinished.
     """
-    pending: list[tuple[str, tuple[Any, ...], str | None]] = session.info.setdefault(
-        _PENDING_KEY, []
-    )
-    if not pending:
-        event.listen(session, "after_commit", _send_pending, once=True)
-        event.listen(session, "after_rollback", _drop_pending, once=True)
-    pending.append((task_name, args, queue))
+    if not session.info.get(_LISTENING_KEY):
+        event.listen(session, "after_commit", _send_pending)
+        event.listen(session, "after_soft_rollback", _drop_rolled_back)
+        session.info[_LISTENING_KEY] = True
+    pending: list[_PendingTask] = session.info.setdefault(_PENDING_KEY, [])
+    pending.append(_PendingTask(task_name, args, queue, session.get_nested_transaction()))
 
 
 def _send_pending(session: Session) -> None:
-    for task_name, args, queue in session.info.pop(_PENDING_KEY, []):
-        try:
-            app.send_task(task_name, args=args, queue=queue)
-        except Exception:  # the rows are committed: a broker outage must not fail the request
-            log.warning(
-                "could not send %s%r; the reconciler will re-send it",
-                task_name,
-                args,
-                exc_info=True,
-            )
+    pending: list[_PendingTask] = session.info.pop(_PENDING_KEY, [])
+    if not pending:
+        return
+    try:
+        with app.producer_or_acquire() as producer:
+            for task in pending:
+                app.send_task(task.task_name, args=task.args, queue=task.queue, producer=producer)
+    except Exception:  # the rows are committed: a broker outage must not fail the request
+        log.warning(
+            "could not send %d task(s) (first %s%r); the reconciler will re-send them",
+            len(pending),
+            pending[0].task_name,
+            pending[0].args,
+            exc_info=True,
+        )
 
 
-def _drop_pending(session: Session) -> None:
-    session.info.pop(_PENDING_KEY, None)
+def _drop_rolled_back(session: Session, rolled_back: SessionTransaction) -> None:
+    pending: list[_PendingTask] | None = session.info.get(_PENDING_KEY)
+    if not pending:
+        return
+    if not rolled_back.nested:  # the session's transaction: nothing it queued is sent
+        session.info.pop(_PENDING_KEY, None)
+        return
+    pending[:] = [task for task in pending if not _inside(task.savepoint, rolled_back)]
+
+
+def _inside(savepoint: SessionTransaction | None, ancestor: SessionTransaction) -> bool:
+    """Whether ``savepoint`` is ``ancestor`` or nested in it."""
+    while savepoint is not None:
+        if savepoint is ancestor:
+            return True
+        savepoint = savepoint.parent
+    return False

@@ -11,3 +11,4 @@ VERIFY: Final = "repairbot.verify"
 # The wire name predates the stage's name (announce): messages already queued keep their task.
 ANNOUNCE_VERIFICATION: Final = "repairbot.report_verification"
 RECONCILE: Final = "repairbot.reconcile"
+REPAIR_QUEUE: Final = "repair"  # where every repairbot.* task goes unless routed elsewhere

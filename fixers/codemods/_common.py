@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
+from typing import TypeVar
 
 import libcst as cst
-from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
+from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
+from libcst.metadata import MetadataWrapper
 
 DEFAULT_LINE_LENGTH = 88
+# The only nodes a class definition can be below: a module, and the compound statements and
+# blocks that hold statements. Nothing else is visited (no expression, decorator, parameter,
+# whitespace or simple statement line can hold a class), and what is not visited is not rebuilt.
+_MAY_HOLD_CLASSES = (
+    cst.Module,
+    cst.IndentedBlock,
+    cst.ClassDef,
+    cst.FunctionDef,
+    cst.If,
+    cst.Else,
+    cst.For,
+    cst.While,
+    cst.With,
+    cst.Try,
+    cst.TryStar,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.Match,
+    cst.MatchCase,
+)
+_NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
 
 
 def split_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -19,15 +44,19 @@ def split_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
-class ClassTargetCommand(VisitorBasedCodemodCommand):
+class ClassTargetCommand(CodemodCommand, cst.CSTTransformer):
     """A codemod that edits only the classes named by qualname in ``classes``.
 
     Subclasses implement ``edit_class``; if no targeted class is found (or none changes) the
     file is skipped with a reason, so "not applicable" is an explicit outcome.
+
+    A plain ``CSTTransformer`` (no matcher decorators: none of these commands uses them, and
+    their bookkeeping on every node was most of an edit's cost) that only walks the statements
+    a class can be in; it reads no metadata, so the tree is not copied first either.
     """
 
     def __init__(self, context: CodemodContext, classes: str | Sequence[str] | None = None) -> None:
-        super().__init__(context)
+        CodemodCommand.__init__(self, context)
         self.targets = split_names(classes)
         self.stack: list[str] = []
         self.seen: set[str] = set()
@@ -43,6 +72,30 @@ class ClassTargetCommand(VisitorBasedCodemodCommand):
             required=True,
             help="Comma-separated qualified class names (Outer.Inner) to edit in each file.",
         )
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """Run on ``tree`` itself: trees are immutable and no metadata is read, so LibCST's
+        defensive deep copy (``MetadataWrapper``'s) would only cost time."""
+        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        previous = self.context
+        with self.resolve(wrapper):
+            self.context = dataclasses.replace(previous, wrapper=wrapper)
+            try:
+                return self.transform_module_impl(wrapper.module)
+            finally:
+                self.context = previous
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Visit as usual, but never below a node that cannot hold a class."""
+        return isinstance(node, _MAY_HOLD_CLASSES) and super().on_visit(node)
+
+    def on_leave(
+        self, original_node: _NodeT, updated_node: _NodeT
+    ) -> _NodeT | cst.RemovalSentinel | cst.FlattenSentinel[_NodeT]:
+        """Leave as usual; a node that cannot hold a class comes back unchanged."""
+        if not isinstance(original_node, _MAY_HOLD_CLASSES):
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         """Track the qualname of the class being visited."""
@@ -72,7 +125,7 @@ class ClassTargetCommand(VisitorBasedCodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         """Run the edit, then turn "nothing to do" into ``SkipFile`` with the reasons."""
-        result = super().transform_module_impl(tree)
+        result = tree.visit(self)
         if not self.changed:
             missing = [t for t in self.targets if t not in self.seen]
             why = self.reasons + ([f"class not found: {', '.join(missing)}"] if missing else [])

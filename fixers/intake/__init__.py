@@ -17,7 +17,14 @@ from fixers.intake.errors import IntakeError
 from fixers.intake.jenkins_tests import failures_from_testreport
 from fixers.intake.junit import read_junit
 
-__all__ = ["FailureReport", "Format", "IntakeError", "detect_format", "read_report"]
+__all__ = [
+    "FailureReport",
+    "Format",
+    "IntakeError",
+    "detect_format",
+    "read_report",
+    "screen_report",
+]
 
 MAX_DOCUMENT_BYTES = 64 << 20
 _PEEK_BYTES = 64 << 10
@@ -76,6 +83,22 @@ def read_report(
     if chosen is Format.JUNIT:
         return FailureReport(Format.JUNIT, read_junit(BytesIO(body), stage=stage), _stages(stage))
     return _read_json_report(body, chosen if format else None, stage)
+
+
+def screen_report(
+    body: bytes, *, format: Format | None = None, stage: str | None = None
+) -> FailureReport:
+    """What intake must know before storing a report, at the least cost.
+
+    A document (JSON, JUnit XML) is read whole: its metadata identifies the report. Console text
+    is only checked (``IntakeError`` for a NUL byte, as :func:`read_report` would raise); its
+    failures are left empty, for triage to read, since triage reads the stored body anyway.
+    """
+    chosen = format or detect_format(body[:_PEEK_BYTES])
+    if chosen is not Format.CONSOLE or not body.strip():
+        return read_report(BytesIO(body), format=format, stage=stage)
+    _refuse_nul(body, 0)
+    return FailureReport(Format.CONSOLE, [], _stages(stage), notes=["failures read at triage"])
 
 
 def _read_json_report(body: bytes, forced: Format | None, stage: str | None) -> FailureReport:

@@ -1,6 +1,7 @@
-"""The one place that starts target-repository code: ``run_isolated``.
+"""The one place that starts target-repository code: ``run_isolated`` (or, for a command that
+takes requests while it runs, ``start_isolated`` then ``wait_isolated``).
 
-Every process that runs code from a repository under repair (its tests, the import probe, the
+Every process that runs code from a repository under repair (its tests, the import server, the
 device probe, a ``[verify] command``) starts here, inside bubblewrap (see ``view``) with rlimits
 (see ``limits``), a clean environment, its own session and process group, a timeout and
 cancellation that kill the whole tree. When bubblewrap cannot run, target code does not run
@@ -16,14 +17,13 @@ import functools
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from fixers.sandbox.limits import Limits, preexec
 from fixers.sandbox.view import (
@@ -173,7 +173,8 @@ def _self_test(bwrap: str | None, setpriv: str | None, root: bool) -> str | None
         )
         argv, _ = _argv(["/usr/bin/true"], view)
         limits = Limits(timeout_s=SELF_TEST_TIMEOUT_S)
-        result = _supervise(["/usr/bin/true"], argv, view, log_path, limits)
+        process = _spawn(["/usr/bin/true"], argv, view, log_path, limits)
+        result = _wait(process, time.monotonic(), limits.timeout_s, lambda: False)
         if result[0] == 0:
             return None
         last = log_path.read_text(errors="replace").strip().splitlines()[-1:]
@@ -192,50 +193,104 @@ def _open_log(log_path: Path) -> BinaryIO:
     return os.fdopen(fd, "ab")
 
 
-def _supervise(
+@dataclass
+class Running:
+    """A target command started by ``start_isolated`` and not yet waited for."""
+
+    process: subprocess.Popen[bytes]
+    isolation: str
+    log_path: Path
+    began: float
+
+    @property
+    def stdin(self) -> IO[bytes] | None:
+        """A pipe to the command's standard input when it was started with ``stdin=True``."""
+        return self.process.stdin
+
+
+def _spawn(
     command: Sequence[str],
     argv: Sequence[str],
     view: View | None,
     log_path: Path,
     limits: Limits,
     env: Mapping[str, str] | None = None,
-    should_cancel: Callable[[], bool] = lambda: False,
     cwd: Path = Path("/"),
-) -> tuple[int | None, bool, bool, float]:
-    """Start ``argv`` and wait, killing the tree on timeout or cancellation.
+    *,
+    stdin: bool = False,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own session with ``limits``, its output appended to the log.
 
     The only ``Popen`` of target code; ``view`` is None when it runs unconfined (then ``cwd``
-    matters; bubblewrap changes directory itself). Returns (returncode, timed_out, cancelled,
-    seconds).
+    matters; bubblewrap changes directory itself).
     """
-    began = time.monotonic()
     with _open_log(log_path) as log:
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
         if view is not None and _as_root():
             _handoff(view.writable, keep=view.protected)
-        process = subprocess.Popen(
+        return subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=dict(env or {}),
             stdout=log,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
             preexec_fn=preexec(limits, gpu=bool(view and view.devices)),
         )
-        timed_out = cancelled = False
-        while process.poll() is None:
-            if time.monotonic() - began > limits.timeout_s:
-                timed_out = True
-            elif should_cancel():
-                cancelled = True
-            if timed_out or cancelled:
-                _kill_group(process)
-                break
-            time.sleep(POLL_S)
-        returncode = process.wait()
+
+
+def _wait(
+    process: subprocess.Popen[bytes],
+    began: float,
+    timeout_s: float,
+    should_cancel: Callable[[], bool],
+) -> tuple[int | None, bool, bool, float]:
+    """Wait for ``process``, killing its tree on timeout or cancellation.
+
+    Returns at once when it exits (``wait`` with a timeout, no sleep between checks);
+    cancellation is checked every ``POLL_S``. Returns (returncode, timed_out, cancelled, seconds).
+    """
+    timed_out = cancelled = False
+    while True:
+        remaining = timeout_s - (time.monotonic() - began)
+        if remaining <= 0:
+            timed_out = True
+        elif should_cancel():
+            cancelled = True
+        if timed_out or cancelled:
+            _kill_group(process)
+            break
+        try:
+            process.wait(timeout=min(POLL_S, remaining))
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    returncode = process.wait()
     return returncode, timed_out, cancelled, time.monotonic() - began
+
+
+def _prepare(
+    command: Sequence[str], cwd: Path, run_dir: Path, log_path: Path, options: SandboxOptions
+) -> tuple[list[str], View | None, str]:
+    """The command line, view and isolation summary for one command (see ``run_isolated``)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    problem = sandbox_problem()
+    if problem is None:
+        view = build_view(cwd=cwd, run_dir=run_dir, log_path=log_path, options=options)
+        argv, isolation = _argv(command, view)
+        return argv, view, isolation
+    if not options.allow_unsandboxed:
+        raise SandboxUnavailable(f"target code not run: {problem}")
+    isolation = (
+        f"NOT SANDBOXED ({problem}; allowed explicitly, for development only): "
+        "target code ran with the service's user and filesystem; "
+        "rlimits, process group, clean env"
+    )
+    return list(command), None, isolation
 
 
 def run_isolated(
@@ -254,62 +309,75 @@ def run_isolated(
     Raises ``SandboxUnavailable`` when bubblewrap cannot run here and ``options`` does not allow
     running unconfined; then nothing was started.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
+    running = start_isolated(
+        command,
+        cwd=cwd,
+        run_dir=run_dir,
+        log_path=log_path,
+        limits=limits,
+        env=env,
+        options=options,
+    )
+    return wait_isolated(running, timeout_s=limits.timeout_s, should_cancel=should_cancel)
+
+
+def start_isolated(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    run_dir: Path,
+    log_path: Path,
+    limits: Limits,
+    env: Mapping[str, str] | None = None,
+    options: SandboxOptions = STRICT,
+    stdin: bool = False,
+    pass_fds: Sequence[int] = (),
+) -> Running:
+    """Start target code ``command`` as ``run_isolated`` does, without waiting for it.
+
+    ``stdin`` gives it a pipe for standard input; ``pass_fds`` stay open in it (a channel that its
+    own output cannot garble). Finish with ``wait_isolated`` (or ``stop_isolated``). Raises
+    ``SandboxUnavailable`` as ``run_isolated`` does.
+    """
+    argv, view, isolation = _prepare(command, cwd, run_dir, log_path, options)
     env = dict(env or clean_environment(run_dir))
-    problem = sandbox_problem()
-    if problem is None:
-        view = build_view(cwd=cwd, run_dir=run_dir, log_path=log_path, options=options)
-        argv, isolation = _argv(command, view)
-        ended = _supervise(command, argv, view, log_path, limits, env, should_cancel)
-    elif options.allow_unsandboxed:
-        isolation = (
-            f"NOT SANDBOXED ({problem}; allowed explicitly, for development only): "
-            "target code ran with the service's user and filesystem; "
-            "rlimits, process group, clean env"
-        )
-        ended = _supervise_unconfined(command, cwd, log_path, limits, env, should_cancel)
-    else:
-        raise SandboxUnavailable(f"target code not run: {problem}")
-    returncode, timed_out, cancelled, seconds = ended
+    began = time.monotonic()
+    where = cwd if view is None else Path("/")  # bubblewrap changes directory itself
+    process = _spawn(
+        command, argv, view, log_path, limits, env, where, stdin=stdin, pass_fds=pass_fds
+    )
+    return Running(process, isolation, log_path, began)
+
+
+def wait_isolated(
+    running: Running,
+    *,
+    timeout_s: float,
+    should_cancel: Callable[[], bool] = lambda: False,
+) -> SandboxResult:
+    """Wait for a started command, at most ``timeout_s`` seconds from now (then its tree is
+    killed), and say how it ended."""
+    began = time.monotonic()
+    returncode, timed_out, cancelled, _ = _wait(running.process, began, timeout_s, should_cancel)
     interrupted = timed_out or cancelled
     return SandboxResult(
-        None if interrupted else returncode, timed_out, cancelled, seconds, isolation, log_path
+        None if interrupted else returncode,
+        timed_out,
+        cancelled,
+        time.monotonic() - running.began,
+        running.isolation,
+        running.log_path,
     )
 
 
-def _supervise_unconfined(
-    command: Sequence[str],
-    cwd: Path,
-    log_path: Path,
-    limits: Limits,
-    env: Mapping[str, str],
-    should_cancel: Callable[[], bool],
-) -> tuple[int | None, bool, bool, float]:
-    """The development-only fallback: the same supervision, no bubblewrap."""
-    return _supervise(command, command, None, log_path, limits, env, should_cancel, cwd=cwd)
-
-
-def open_output(path: Path) -> BinaryIO:
-    """Open a file a target wrote (a JUnit report, a probe's answer) for reading, safely.
-
-    Refuses a symlink (a target could point it at a host file the service may read) and
-    anything but a regular file (a FIFO would block the service). Raises ``OSError``.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{path.name} is not a regular file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def read_output(path: Path, max_bytes: int = 1 << 20) -> str | None:
-    """The text of a small file a target wrote, or ``None`` when missing or unsafe to read."""
-    try:
-        with open_output(path) as stream:
-            return stream.read(max_bytes).decode("utf-8", errors="replace")
-    except OSError:
-        return None
+def stop_isolated(running: Running) -> None:
+    """Kill a started command's whole tree now (safe to call after it ended)."""
+    if running.process.poll() is None:
+        _kill_group(running.process)
+    running.process.wait()
+    if running.process.stdin is not None:
+        with contextlib.suppress(OSError):
+            running.process.stdin.close()
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

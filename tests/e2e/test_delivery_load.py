@@ -4,8 +4,10 @@ processed once; every forged one gets 401 and leaves no row."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,3 +111,60 @@ def test_fifty_concurrent_console_logs_are_all_stored(make_service):
         builds = connection.execute(text("SELECT build_number FROM reports")).scalars().all()
     engine.dispose()
     assert sorted(builds) == list(range(1, 51))
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_server_killed_mid_batch_loses_nothing_it_acknowledged(make_service, request, database):
+    """kill -9 while 32 clients keep deliveries in flight: every delivery answered 202 is stored
+    (group commit answers only after its batch's COMMIT); the unanswered may or may not be."""
+    settings = {}
+    if database == "postgresql":
+        settings["database_url"] = request.getfixturevalue("postgres_url")
+    service = make_service(**settings)
+    service.start_api("--no-worker")
+    run = f"kill9-{database}-{time.monotonic_ns()}"
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def send_until_killed(client_index: int) -> None:
+        body = json.dumps({"action": "opened", "issue": {"number": client_index}}).encode()
+        headers = {
+            "X-GitHub-Event": "issues",
+            "X-Hub-Signature-256": sign(SECRET.encode(), body),
+            "Content-Type": "application/json",
+        }
+        with httpx.Client(base_url=service.url, timeout=10) as client:
+            for n in itertools.count():
+                if stop.is_set():
+                    return
+                delivery = f"{run}-{client_index}-{n}"
+                try:
+                    response = client.post(
+                        "/webhooks/github",
+                        content=body,
+                        headers={**headers, "X-GitHub-Delivery": delivery},
+                    )
+                except httpx.HTTPError:
+                    return  # the server is gone: this delivery was never acknowledged
+                if response.status_code == 202:
+                    acknowledged.append(delivery)
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        senders = [pool.submit(send_until_killed, index) for index in range(32)]
+        deadline = time.monotonic() + 60
+        while len(acknowledged) < 500 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        service.kill("api")  # SIGKILL, mid-stream: some batch is being written
+        stop.set()
+        for sender in senders:
+            sender.result()
+    assert len(acknowledged) >= 500, service.logs()
+    url = settings.get("database_url") or f"sqlite:///{service.data_dir / 'repairbot.db'}"
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text("SELECT key FROM deliveries WHERE key LIKE :run"), {"run": f"github:{run}-%"}
+        ).scalars()
+        keys = {key.removeprefix("github:") for key in stored}
+    engine.dispose()
+    assert set(acknowledged) <= keys

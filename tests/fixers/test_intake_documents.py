@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixers.intake import Format, IntakeError, detect_format, read_report
+from fixers.intake import Format, IntakeError, detect_format, read_report, screen_report
 from fixers.intake.analysis import json_schema
 from fixers.intake.testids import node_id
 
@@ -187,3 +187,28 @@ def test_format_detection(head, expected):
 )
 def test_node_ids_from_junit_names(class_name, name, file, expected):
     assert node_id(class_name, name, file) == expected
+
+
+def test_screening_console_text_leaves_its_failures_to_triage():
+    log = (
+        b"[2026-11-30T10:00:00Z] build\nE   TypeError: W must not override SpecWorkerBase.forward\n"
+    )
+    screened = screen_report(log, stage="H100")
+    assert (screened.format, screened.failures, screened.stages) == (Format.CONSOLE, [], ["H100"])
+    assert _read(log).failures  # what triage will read from the stored body
+
+
+def test_screening_refuses_a_nul_byte_anywhere_in_console_text():
+    log = b"text\n" * 100_000 + b"\x00binary"
+    with pytest.raises(IntakeError, match="NUL byte at offset 500000"):
+        screen_report(log)
+
+
+def test_screening_reads_a_document_whole():
+    document = json.dumps(
+        {"pipeline": "L0", "build_number": 3, "failures": [{"test": "t", "error_details": "x"}]}
+    ).encode()
+    screened = screen_report(document)
+    assert screened.analysis is not None and screened.analysis.pipeline == "L0"
+    with pytest.raises(IntakeError, match="malformed JSON"):
+        screen_report(b'{"pipeline": ')

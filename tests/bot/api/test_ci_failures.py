@@ -68,7 +68,20 @@ def test_console_log_with_metadata_in_the_query(client, settings):
         11,
         "console",
     )
-    assert report["failure_count"] == 9
+    assert report["failure_count"] is None and report["classified_at"] is None  # until triage
+
+
+def test_a_console_logs_failures_are_counted_at_triage(client, settings, task_settings):
+    from bot.pipeline.triage import triage_report
+
+    task_settings(settings)
+    posted = client.post(
+        "/api/v1/ci-failures?pipeline=L0&build_number=12", content=CONSOLE, headers=AUTH
+    )
+    assert posted.status_code == 202, posted.text
+    triage_report(settings, posted.json()["report_id"])
+    report = client.get(posted.json()["url"]).json()
+    assert report["classified_at"] is not None and report["failure_count"] == 9
 
 
 def test_analysis_document_is_idempotent_on_pipeline_and_build(client, settings):

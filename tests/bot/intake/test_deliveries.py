@@ -28,8 +28,7 @@ def queued(settings, task_settings):
 def _record(settings, delivery: GitHubDelivery) -> tuple[DeliveryOutcome, int | None]:
     with session_scope(settings.resolved_database_url) as session:
         recorded = record_delivery(session, delivery)
-        stored = recorded.delivery
-        return recorded.outcome, (stored.id if stored is not None else None)
+        return recorded.outcome, recorded.delivery_id
 
 
 def _rows(settings) -> list[tuple[str, str, str | None, str]]:
@@ -44,8 +43,8 @@ def test_a_handled_event_is_stored_and_processing_is_sent_after_the_commit(queue
     delivery = GitHubDelivery("d-1", "issue_comment", "created", b'{"action": "created"}')
     with session_scope(queued.resolved_database_url) as session:
         recorded = record_delivery(session, delivery)
-        assert recorded.outcome is DeliveryOutcome.ACCEPTED and recorded.delivery is not None
-        delivery_id = recorded.delivery.id
+        assert recorded.outcome is DeliveryOutcome.ACCEPTED and recorded.delivery_id is not None
+        delivery_id = recorded.delivery_id
         assert sent_tasks(queued) == []  # not before the commit
     assert sent_tasks(queued) == [(task_names.PROCESS_DELIVERY, [delivery_id])]
     assert _rows(queued) == [("github:d-1", "issue_comment", "created", "stored")]

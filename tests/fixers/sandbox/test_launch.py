@@ -7,6 +7,7 @@ import resource
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ from fixers.sandbox import (
     open_output,
     read_output,
     run_isolated,
+    start_isolated,
+    stop_isolated,
+    wait_isolated,
 )
 from fixers.sandbox.limits import rlimit_table
 from fixers.sandbox.view import (
@@ -289,3 +293,73 @@ def test_a_run_dir_inside_a_masked_folder_under_a_visible_one_still_works(tmp_pa
     )
     assert result.returncode == 0, log.read_text()
     assert "['runs']" in log.read_text() and (run_dir / "out").read_text() == "x"
+
+
+def test_a_started_command_reads_its_input_and_answers_on_a_descriptor_of_its_own(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    read_end, write_end = os.pipe()
+    code = "import os, sys; os.write(int(sys.argv[1]), sys.stdin.buffer.read()[::-1])"
+    running = start_isolated(
+        [sys.executable, "-c", code, str(write_end)],
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=run_dir / "log",
+        limits=Limits(timeout_s=120),
+        stdin=True,
+        pass_fds=(write_end,),
+    )
+    os.close(write_end)
+    assert running.stdin is not None
+    with running.stdin as stdin:
+        stdin.write(b"olleh")
+    result = wait_isolated(running, timeout_s=120)
+    answer = os.read(read_end, 100)
+    os.close(read_end)
+    assert (result.returncode, answer) == (0, b"hello"), (run_dir / "log").read_text()
+    assert "bubblewrap" in result.isolation
+
+
+def test_a_started_command_is_stopped_with_its_whole_tree(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    marker = f"stopped-tree-{os.getpid()}-{time.monotonic_ns()}"
+    code = (
+        "import os, subprocess, sys, time\n"
+        "sleep = [sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[2]]\n"
+        "child = subprocess.Popen(sleep, start_new_session=True)\n"
+        "open(sys.argv[1], 'w').write(str(child.pid))\n"
+        "time.sleep(600)\n"
+    )
+    running = start_isolated(
+        [sys.executable, "-c", code, str(run_dir / "up"), marker],
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=run_dir / "log",
+        limits=Limits(timeout_s=600),
+    )
+    deadline = time.monotonic() + 60
+    while not (run_dir / "up").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (run_dir / "up").exists(), (run_dir / "log").read_text()
+    assert running.process.poll() is None  # still running, so the stop below can fail
+    assert _processes_with(marker)  # the tree runs (a grandchild in a session of its own)
+    stop_isolated(running)
+    assert running.process.poll() is not None
+    deadline = time.monotonic() + 30  # the kernel ends the sandbox's pid namespace
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_with(marker)
+    stop_isolated(running)  # safe twice
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

@@ -1,0 +1,30 @@
+"""Routes' durable writes go through the process's group commit (``bot.db.group_commit``)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from fastapi import HTTPException, status
+from sqlalchemy.exc import SQLAlchemyError
+
+from bot.config import Settings
+from bot.db.group_commit import WriteKind, committer_for
+
+ItemT = TypeVar("ItemT")
+T = TypeVar("T")
+
+
+async def committed(settings: Settings, kind: WriteKind[ItemT, T], item: ItemT) -> T:
+    """``item`` written (with the other writes of ``kind`` in its batch) and committed; its
+    result, or 503 if the database failed.
+
+    The event loop waits on the writer's future: no worker thread is held per request.
+    """
+    try:
+        return await committer_for(settings.resolved_database_url).write(kind, item)
+    except SQLAlchemyError as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"could not store the request ({type(exc).__name__}); nothing was kept: retry",
+            headers={"Retry-After": "1"},
+        ) from exc
