@@ -41,7 +41,7 @@ def classify(
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON")] = False,
 ) -> None:
     """Classify a CI report: console text, JUnit XML, testReport or analysis JSON."""
-    err = Console(stderr=True)
+    err = Console(stderr=True, emoji=False)
     try:
         report = _read(source, format, stage, show_progress=not as_json and sys.stderr.isatty())
     except (IntakeError, OSError) as exc:
@@ -57,7 +57,7 @@ def classify(
         }
         typer.echo(json.dumps(document, indent=2))
         return
-    _print_findings(Console(), report, findings)
+    _print_findings(Console(emoji=False), report, findings)
 
 
 def _read(
@@ -82,7 +82,7 @@ def _progress() -> Progress:
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True, emoji=False),
         transient=True,
     )
 

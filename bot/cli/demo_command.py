@@ -36,7 +36,7 @@ def demo(
     from bot.runner.sandbox import sandbox_options
     from fixers.input_rules import MAX_SQL_INT
 
-    console = Console()
+    console = Console(emoji=False)
     settings = get_settings()
     stamp = int(time.time() * 1000)
     target = (workdir or settings.data_dir / "demo").resolve() / f"target-{stamp}"

@@ -86,7 +86,7 @@ def fix_command(
     if diff and write:
         raise typer.BadParameter("choose one of --diff and --write")
     root = check_root(path)
-    err = Console(stderr=True)
+    err = Console(stderr=True, emoji=False)
     contracts = parse_contract_options(contract)
     if contracts is None and log is not None:
         contracts = contracts_from_log(log, err)
@@ -97,8 +97,8 @@ def fix_command(
     if as_json:
         typer.echo(json.dumps({**result.to_json(), "written": written}, indent=2))
     else:
-        print_result(Console(soft_wrap=True), result, show_diff=not write)
+        print_result(Console(soft_wrap=True, emoji=False), result, show_diff=not write)
         if write:
-            Console().print(f"wrote {len(written)} file(s)")
+            Console(emoji=False).print(f"wrote {len(written)} file(s)")
     if any(c.evidence is not None and not c.evidence.ok for c in result.changes):
         raise typer.Exit(1)

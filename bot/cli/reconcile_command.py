@@ -27,7 +27,7 @@ def reconcile(
     settings = get_settings()
     upgrade(settings.resolved_database_url)
     configure_celery(settings)
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     stop = threading.Event()
     while True:
         sent = reconcile_once(settings)

@@ -52,7 +52,7 @@ def serve(
         if verifying:  # its own process: a hanging test must not stall repairs
             verifier = VerificationWorker(verifying).start()
     start_reconciler(settings, stop)
-    Console(stderr=True).print(
+    Console(stderr=True, emoji=False).print(
         f"repairbot serving on http://{host}:{port} (database {settings.resolved_database_url}, "
         f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'}"
         f"{', verification in a child process' if verifier else ''})"

@@ -39,7 +39,9 @@ def parse_contract_options(options: list[str] | None) -> list[Contract] | None:
 def check_root(path: Path) -> Path:
     """The tree to sweep, or a clear error (exit 2) when it is not a directory."""
     if not path.is_dir():
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(path))} is not a directory")
+        Console(stderr=True, emoji=False).print(
+            f"[red]error:[/red] {escape(str(path))} is not a directory"
+        )
         raise typer.Exit(2)
     return path
 
@@ -50,7 +52,7 @@ def progress_bar(enabled: bool) -> Iterator[ProgressCallback | None]:
     if not enabled:
         yield None
         return
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -122,6 +124,6 @@ def sweep_command(
     if as_json:
         typer.echo(json.dumps(report.to_json(explain=explain), indent=2))
     else:
-        print_report(Console(soft_wrap=True), report, explain=explain)
+        print_report(Console(soft_wrap=True, emoji=False), report, explain=explain)
     if report.violations:
         raise typer.Exit(1)

@@ -87,3 +87,18 @@ def test_bad_arguments_exit_2_with_a_reason(args: tuple[str, ...], message: str)
     proc = _cli(*args)
     assert proc.returncode == 2
     assert message in proc.stdout + proc.stderr
+
+
+def test_text_output_prints_locations_verbatim(tree: Path) -> None:
+    # Rich would render ":100:" as an emoji: a location on line 100 must stay "late.py:100:".
+    late = tree / "pkg" / "workers" / "late.py"
+    late.write_text(
+        "from pkg.base import SpecWorkerBase\n"
+        + "# padding\n" * 98
+        + "class LateWorker(SpecWorkerBase):\n"
+        + "    def forward(self, x):\n"
+        + "        return x\n"
+    )
+    proc = _cli("sweep", str(tree))
+    assert proc.returncode == 1, proc.stderr
+    assert "pkg/workers/late.py:100: forbidden-override" in proc.stdout
