@@ -9,19 +9,6 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from fixers.import_check import PROBE_LIMITS, check_imports, import_root
-
-__all__ = [
-    "PROBE_LIMITS",
-    "allowed_spans",
-    "changed_old_lines",
-    "check_imports",
-    "import_root",
-    "parse_problem",
-    "python_problem",
-    "scope_problem",
-]
-
 
 def parse_problem(code: str, python: tuple[int, int] | None) -> str | None:
     """Why ``code`` is not valid Python (for the repository's oldest Python), or None."""

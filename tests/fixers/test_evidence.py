@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fixers.evidence import changed_old_lines, check_imports, parse_problem, scope_problem
+from fixers.evidence import changed_old_lines, parse_problem, scope_problem
+from fixers.import_check import check_imports
 from fixers.outcome import FileChange
 from fixers.sandbox import SandboxOptions
 

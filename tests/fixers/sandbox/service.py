@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixers.evidence import check_imports
+from fixers.import_check import check_imports
 from fixers.outcome import FileChange
 from fixers.sandbox import Limits, SandboxOptions, run_isolated
 
