@@ -156,8 +156,16 @@ def count_by(session: Session, column: Any, *group: Any) -> list[tuple[Any, ...]
 
 
 def undispatched_deliveries(session: Session, *, older_than: timedelta) -> Sequence[Delivery]:
-    """Deliveries still ``stored`` long after their task was sent (the message was lost)."""
+    """GitHub deliveries still ``stored`` long after their task was sent (the message was lost).
+
+    A ``ci`` delivery only holds a report's body: its work is the report's triage, which
+    :func:`unclassified_reports` re-sends. ``process_delivery`` would call it invalid.
+    """
     cutoff = utcnow() - older_than
     return session.scalars(
-        select(Delivery).where(Delivery.outcome == "stored", Delivery.dispatched_at < cutoff)
+        select(Delivery).where(
+            Delivery.source == "github",
+            Delivery.outcome == "stored",
+            Delivery.dispatched_at < cutoff,
+        )
     ).all()

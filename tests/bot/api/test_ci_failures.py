@@ -215,7 +215,11 @@ def test_a_broker_outage_still_answers_and_the_reconciler_sends_later(tmp_path):
     with session_scope(down.resolved_database_url) as session:
         report = session.get_one(CiFailure, response.json()["report_id"])
         report.triage_sent_at = utcnow() - timedelta(seconds=60)
+    with session_scope(down.resolved_database_url) as session:  # its body, as old as the report
+        session.get_one(Delivery, report.delivery_id).dispatched_at = utcnow() - timedelta(
+            seconds=60
+        )
     up = make_settings(tmp_path / "d")  # the same database, a reachable (filesystem) broker
     create_app(up)
-    assert reconcile_once(up) == 1
+    assert reconcile_once(up) == 1  # the triage only: the body's delivery is not re-dispatched
     assert len(list(Path(up.broker_transport_options["data_folder_in"]).glob("*.msg"))) == 1
