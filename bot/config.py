@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -13,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fixers.input_rules import safe_name_problem
 
+COMMAND_PREFIX = re.compile(r"/[a-z0-9][a-z0-9-]{0,31}")
 PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
 )
@@ -135,6 +137,13 @@ class Settings(BaseSettings):
     github_command_users: list[str] = Field(
         default_factory=list, description="Logins allowed to give /bot commands besides writers"
     )
+    command_prefix: str = Field(
+        default="/repairbot",
+        description=(
+            "What starts repairbot's own commands (apply-fix, ...), valid on any PR; /bot stays "
+            "TensorRT-LLM's CI grammar, read on repairbot's fix PRs only"
+        ),
+    )
     github_writes_per_minute: int = Field(
         default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
     )
@@ -174,6 +183,21 @@ class Settings(BaseSettings):
     github_actions_max_log_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1, description="A longer job log is refused, not truncated"
     )
+    contract_check: bool = Field(
+        default=True,
+        description="Check each PR for the contract violations it introduces (repairbot/contracts)",
+    )
+    contract_check_max_files: int = Field(
+        default=3000, ge=1, description="A PR changing more files gets an error status, unchecked"
+    )
+    contract_recheck_max_prs: int = Field(
+        default=50, ge=0, description="Open PRs re-checked when a push changes a contract"
+    )
+    contract_recheck_spacing_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="Seconds between the re-checks one push queues (GitHub's secondary limits)",
+    )
 
     @field_validator("worker_queues", "verify_fallback_queues")
     @classmethod
@@ -186,6 +210,17 @@ class Settings(BaseSettings):
     @classmethod
     def _queue_name(cls, value: str) -> str:
         _check_queue(value)
+        return value
+
+    @field_validator("command_prefix")
+    @classmethod
+    def _command_prefix(cls, value: str) -> str:
+        # The repository's own CI bot owns /bot: sharing it would make one comment two commands.
+        if not COMMAND_PREFIX.fullmatch(value) or value == "/bot":
+            raise ValueError(
+                f"REPAIRBOT_COMMAND_PREFIX {value[:40]!r} must be '/' then 1-32 of a-z, 0-9, '-' "
+                "(starting with a letter or digit), and not /bot"
+            )
         return value
 
     @field_validator("ci_pipeline_tokens", mode="before")
@@ -276,6 +311,11 @@ class Settings(BaseSettings):
         return self.data_dir / "worktrees"
 
     @property
+    def contract_trees_dir(self) -> Path:
+        """The contract check's one tree on disk per repository (a cache of git trees)."""
+        return self.data_dir / "contract-trees"
+
+    @property
     def local_repository_roots(self) -> list[Path]:
         """Where the local forge may find repositories: the data dir, then the configured roots."""
         return [self.data_dir, *self.repository_roots]
@@ -283,7 +323,12 @@ class Settings(BaseSettings):
     @property
     def private_dirs(self) -> list[Path]:
         """Folders in the data dir that hold our own checkouts: never a report's repository."""
-        return [self.worktrees_dir, self.github_mirrors_dir, self.data_dir / "broker"]
+        return [
+            self.worktrees_dir,
+            self.github_mirrors_dir,
+            self.contract_trees_dir,
+            self.data_dir / "broker",
+        ]
 
     @property
     def runner_root(self) -> Path:

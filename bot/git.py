@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 GIT_TIMEOUT_S = 120
 _AUTHOR = {
@@ -37,6 +41,58 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
     if check and result.returncode != 0:
         raise GitError(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")
     return result.stdout
+
+
+def run_git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``git -C repo args...`` with bytes out and its exit status, for callers that read both
+    (``merge-tree``'s conflicts, a blob that may be absent)."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        timeout=GIT_TIMEOUT_S,
+        env=env,
+        check=False,
+    )
+
+
+@contextmanager
+def cat_file(repo: Path, blobs: Sequence[str]) -> Iterator[IO[bytes]]:
+    """``git cat-file --batch`` answering ``blobs`` in order: header, bytes, newline for each.
+
+    The ids are written from a thread, so that neither pipe can fill while the other waits;
+    the process is killed after ``GIT_TIMEOUT_S`` and on the way out.
+    """
+    process = subprocess.Popen(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def feed() -> None:
+        try:
+            with stdin:
+                stdin.write("".join(f"{blob}\n" for blob in blobs).encode())
+        except BrokenPipeError:  # git died (or was killed): the reader raises
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    timer = threading.Timer(GIT_TIMEOUT_S, process.kill)
+    timer.start()
+    feeder.start()
+    try:
+        yield stdout
+    finally:
+        timer.cancel()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        feeder.join()
+        stdout.close()
 
 
 def resolve_commit(repo: Path, ref: str) -> str:

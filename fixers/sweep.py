@@ -151,7 +151,7 @@ def fix(
             preload, later = now, [name for name in preload if name not in now]
             server = start_server(root, sandbox=sandbox, preload=preload, later=later)
         started = time.perf_counter() - clock
-        result = _fix_in_memory(root, state)
+        result = fix_in_memory(root, state)
         result.seconds = {**seconds, "fix": time.perf_counter() - clock - started}
         if imports and result.changes:
             clock = time.perf_counter()
@@ -160,7 +160,7 @@ def fix(
             )
             server = None  # check_imports closed it
             result.seconds["import evidence"] = started + time.perf_counter() - clock
-            _attach_imports(result.changes, results)
+            attach_imports(result.changes, results)
     finally:
         if server is not None:
             server.close()
@@ -172,12 +172,15 @@ def _imported(state: SweepState) -> set[str]:
     return {target for facts in state.index.facts.values() for _, target in facts.bindings}
 
 
-def _fix_in_memory(root: Path, state: SweepState) -> FixResult:
-    """Plan and apply the codemods; the changes carry every evidence but the imports."""
+def fix_in_memory(
+    root: Path, state: SweepState, violations: Sequence[Violation] | None = None
+) -> FixResult:
+    """Plan and apply the codemods for ``violations`` (default: every one the sweep found); the
+    changes carry every evidence but the imports."""
     plans, skips = plan_fixes(
         state.index,
         state.hierarchies,
-        state.report.violations,
+        list(state.report.violations if violations is None else violations),
         state.config.python,
         line_length(root),
     )
@@ -194,9 +197,8 @@ def _fix_in_memory(root: Path, state: SweepState) -> FixResult:
     return FixResult(state.report, changes, skips)
 
 
-def _attach_imports(
-    changes: list[FileChange], results: dict[str, tuple[ImportStatus, str]]
-) -> None:
+def attach_imports(changes: list[FileChange], results: dict[str, tuple[ImportStatus, str]]) -> None:
+    """Record each change's import-check answer in its evidence (no answer: unverified)."""
     for change in changes:
         status, detail = results.get(change.path, ("unverified", "no answer"))
         assert change.evidence is not None

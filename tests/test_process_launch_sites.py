@@ -24,11 +24,17 @@ ALLOWED = {
         "the import server's child per module: runs only inside the sandbox the launcher started"
     ),
     ("bot/git.py", "git"): "git plumbing on our own checkouts; runs no repository code",
+    ("bot/git.py", "run_git"): "the same, with bytes out and the exit status read by the caller",
+    ("bot/git.py", "cat_file"): "`git cat-file --batch` on our mirror: reads blobs, runs nothing",
     (
         "bot/forges/github/mirror.py",
         "_git",
     ): "git fetch/push of our mirrors; runs no repository code",
     ("fixers/repo_files.py", "_git_files"): "`git ls-files`: lists tracked files, runs nothing",
+    ("fixers/base_tree.py", "_git"): (
+        "git plumbing for `repairbot check`'s base: refs, and a base's *.py checked out into a "
+        "throwaway repository (no hooks, no filter drivers); runs no repository code"
+    ),
     ("bot/pipeline/embedded.py", "_supervise"): (
         "starts our own `repairbot worker` for the verification queues; it runs target code "
         "only through the launcher"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from bot.cli import (
+    check_command,
     classify_command,
     demo_command,
     fix_command,
@@ -27,6 +28,7 @@ def build_app() -> typer.Typer:
     for module in (
         classify_command,
         sweep_command,
+        check_command,
         fix_command,
         serve_command,
         worker_command,

@@ -23,6 +23,7 @@ TERMINAL = {
     "failed",
     "no_fix_needed",
     "duplicate",
+    "suppressed",
     "unclassified",
     "error",
 }

@@ -1,8 +1,10 @@
-"""The shared ``/bot`` grammar (TensorRT-LLM's CI bot): argparse over shlex, never a shell.
+"""The shared command grammar: argparse over shlex, never a shell, under a prefix (``prog``).
 
-This module knows no subcommand. ``find_command`` picks the ``/bot`` line out of a comment;
-``parse`` checks and splits it, offers the words to each command's ``claim`` (``help`` claims
-``/bot``, ``/bot -h``, ``/bot CMD -h``), then hands them to the argparse tree that
+Two prefixes use it: ``/bot`` (TensorRT-LLM's CI bot, read on repairbot's fix PRs) and
+repairbot's own, configurable prefix (default ``/repairbot``, read on any PR). This module knows
+no subcommand. ``find_command`` picks the first line starting with one of the prefixes out of a
+comment; ``parse`` checks and splits it, offers the words to each command's ``claim`` (``help``
+claims ``/bot``, ``/bot -h``, ``/bot CMD -h``), then hands them to the argparse tree that
 ``build_parser`` built from every command's own ``configure``. A bad line raises
 ``CommandError``, whose message and usage go back to the commenter. ``listed`` is the shared
 argparse type for comma-separated values matched against a narrow pattern, so nothing a comment
@@ -20,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 PROG = "/bot"
+DEFAULT_PREFIX = "/repairbot"  # ``Settings.command_prefix``'s default: what the docs show
 MAX_COMMAND_CHARS = 1000
 MAX_LIST_ITEMS = 50
 HELP_FLAGS = ("-h", "--help")
 
 
 class CommandError(ValueError):
-    """A ``/bot`` line that cannot run; ``usage`` is the usage of the command it addressed."""
+    """A command line that cannot run; ``usage`` is the usage of the command it addressed."""
 
     def __init__(self, message: str, usage: str) -> None:
         super().__init__(message)
@@ -46,7 +49,7 @@ Configure = Callable[[argparse.ArgumentParser], None]
 """Adds one subcommand's options to its argparse parser."""
 
 Claim = Callable[[Sequence[str], frozenset[str]], ParsedCommand | None]
-"""Given the words after ``/bot`` and the subcommand names, the command's parse, or None."""
+"""Given the words after the prefix and the subcommand names, the command's parse, or None."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +102,12 @@ def no_options(parser: argparse.ArgumentParser) -> None:
     """The ``configure`` of a command without options."""
 
 
-def build_parser(commands: Sequence[Subcommand], claims: Sequence[Claim] = ()) -> CommandParser:
-    """The ``/bot`` parser: one argparse subcommand per entry, ``claims`` tried before them."""
+def build_parser(
+    commands: Sequence[Subcommand], claims: Sequence[Claim] = (), prog: str = PROG
+) -> CommandParser:
+    """The parser of ``prog``: one argparse subcommand per entry, ``claims`` tried before them."""
     parser = CommandParser(
-        prog=PROG, add_help=False, allow_abbrev=False, description="repairbot commands"
+        prog=prog, add_help=False, allow_abbrev=False, description="repairbot commands"
     )
     parser.add_argument(*HELP_FLAGS, action="store_true", help="show this help")
     sub = parser.add_subparsers(
@@ -123,11 +128,20 @@ def build_parser(commands: Sequence[Subcommand], claims: Sequence[Claim] = ()) -
     return parser
 
 
-def find_command(body: str) -> str | None:
-    """The first line of a comment that is a ``/bot`` command, or None."""
+def prog_of(line: str, progs: Sequence[str]) -> str | None:
+    """The prefix of ``progs`` that a stripped line is a command of (``/bot``, ``/bot run``, not
+    ``/botany``), or None."""
+    for prog in progs:
+        if line == prog or line.startswith((prog + " ", prog + "\t")):
+            return prog
+    return None
+
+
+def find_command(body: str, progs: Sequence[str] = (PROG,)) -> str | None:
+    """The first line of a comment that is a command of one of ``progs``, or None."""
     for line in body.splitlines():
         stripped = line.strip()
-        if stripped == PROG or stripped.startswith(PROG + " ") or stripped.startswith(PROG + "\t"):
+        if prog_of(stripped, progs) is not None:
             return stripped
     return None
 
@@ -146,7 +160,7 @@ def _check_text(line: str, usage: str) -> None:
 
 
 def split(line: str, usage: str) -> list[str]:
-    """The words after ``/bot``: the line checked (length, invisible characters) and shlex-split."""
+    """The words after the prefix: the line checked (length, invisible characters) and split."""
     _check_text(line, usage)
     try:
         words = shlex.split(line, comments=False, posix=True)
@@ -165,7 +179,7 @@ def _claimed(parser: CommandParser, args: Sequence[str]) -> ParsedCommand | None
 
 
 def parse(line: str, parser: CommandParser) -> ParsedCommand:
-    """Parse one ``/bot`` line; raises ``CommandError`` with the message and usage."""
+    """Parse one command line; raises ``CommandError`` with the message and usage."""
     usage = parser.format_usage().strip()
     args = split(line, usage)
     claimed = _claimed(parser, args)

@@ -1,7 +1,9 @@
-"""``/bot help``: the commands and their options, for anyone, on any of our PRs.
+"""``help``: the commands and their options, for anyone, per prefix.
 
-Not an argparse subcommand (the usage stays ``{run,kill,skip,...}``): it claims ``/bot`` alone,
-``/bot help [COMMAND]``, ``/bot -h``/``--help [COMMAND]`` and ``/bot COMMAND ... -h``.
+``/bot help`` on our fix PRs lists the ``/bot`` commands; ``/repairbot help`` (the configured
+prefix) on any PR lists repairbot's own. Not an argparse subcommand (the usage stays
+``{run,kill,skip,...}``): it claims the prefix alone, ``help [COMMAND]``, ``-h``/``--help
+[COMMAND]`` and ``COMMAND ... -h``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.commands.grammar import HELP_FLAGS, ParsedCommand
-from bot.commands.registry import CommandContext, CommandSpec, Example, Permission
+from bot.commands.registry import CommandContext, CommandSpec, Example, Permission, Scope
 
 NAME = "help"
 HELP_WORDS = frozenset({NAME, *HELP_FLAGS})
@@ -25,8 +27,8 @@ def claim(args: Sequence[str], subcommands: frozenset[str]) -> ParsedCommand | N
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
-    """The usage and every command's summary, or one command's options."""
-    return ctx.registry.help_text(parsed.help_for)
+    """The usage and every command's summary in the command's scope, or one command's options."""
+    return ctx.registry.help_text(parsed.help_for, ctx.scope, ctx.settings.command_prefix)
 
 
 COMMAND = CommandSpec(
@@ -39,8 +41,10 @@ COMMAND = CommandSpec(
     examples=(
         Example("/bot help", "the usage and every command (also `/bot`, `/bot -h`)"),
         Example("/bot run -h", "`run`'s options (also `/bot help run`)"),
+        Example("/repairbot help", "repairbot's own commands, on any PR (also `/repairbot`)"),
     ),
     needs_open_pr=False,
     outcome="help",
     order=90,
+    scopes=(Scope.FIX_PR, Scope.ANY_PR),
 )

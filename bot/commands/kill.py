@@ -10,7 +10,7 @@ from bot.runner.requests import cancel_verifications
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
     """Cancel every active verification of the fix."""
     cancelled = cancel_verifications(
-        ctx.session, fix_id=ctx.fix.id, reason=f"/bot kill by {ctx.login}"
+        ctx.session, fix_id=ctx.fix_pr.id, reason=f"/bot kill by {ctx.login}"
     )
     if not cancelled:
         return "Nothing to stop: no verification of this PR is queued or running."

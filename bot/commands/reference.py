@@ -1,5 +1,6 @@
-"""The ``/bot`` command tables of README.md and docs/github.md, rendered from the registry and
-checked against it (tests/bot/commands/test_reference.py), so the docs cannot drift.
+"""The command tables of README.md and docs/github.md (the ``/bot`` commands and repairbot's own,
+each row saying where it is read), rendered from the registry and checked against it
+(tests/bot/commands/test_reference.py), so the docs cannot drift.
 
 Cells are compared as markdown text: ``|`` inside a cell is written ``\\|``.
 """
@@ -9,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bot.commands.grammar import PROG
-from bot.commands.registry import Registry
+from bot.commands.registry import Registry, Scope
 
-COMMAND_HEADER = ("command", "usage", "who", "what it does")
+COMMAND_HEADER = ("command", "usage", "who", "on", "what it does")
+WHERE = {Scope.FIX_PR: "repairbot's PRs", Scope.ANY_PR: "any PR"}
 EXAMPLE_HEADER = ("example", "effect")
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
@@ -28,9 +29,15 @@ def _code(text: str) -> str:
 
 
 def command_rows(commands: Registry) -> list[Row]:
-    """One row per command: name, usage line, permission, summary."""
+    """One row per command: name, usage line, permission, where it is read, summary."""
     return [
-        (_code(spec.name), _code(spec.usage), spec.permission.value, _cell(spec.summary))
+        (
+            _code(spec.name),
+            _code(spec.usage),
+            spec.permission.value,
+            _cell(", ".join(WHERE[scope] for scope in spec.scopes)),
+            _cell(spec.summary),
+        )
         for spec in commands
     ]
 
@@ -91,7 +98,7 @@ def command_table_problems(markdown: str, commands: Registry, where: str) -> lis
     """How the command table of ``markdown`` differs from the registry (empty: it agrees)."""
     documented = read_table(markdown, COMMAND_HEADER)
     if documented is None:
-        return [f"{where}: no `{PROG}` command table (header {' | '.join(COMMAND_HEADER)})"]
+        return [f"{where}: no command table (header {' | '.join(COMMAND_HEADER)})"]
     return _compare(where, "command", documented, command_rows(commands))
 
 
@@ -99,5 +106,5 @@ def example_table_problems(markdown: str, commands: Registry, where: str) -> lis
     """How the example table of ``markdown`` differs from the commands' examples."""
     documented = read_table(markdown, EXAMPLE_HEADER)
     if documented is None:
-        return [f"{where}: no `{PROG}` example table (header {' | '.join(EXAMPLE_HEADER)})"]
+        return [f"{where}: no example table (header {' | '.join(EXAMPLE_HEADER)})"]
     return _compare(where, "example", documented, example_rows(commands))

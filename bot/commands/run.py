@@ -89,14 +89,14 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
     """Queue a verification of the PR's head."""
     verification = request_verification(
         ctx.session,
-        fix=ctx.fix,
+        fix=ctx.fix_pr,
         requested_by=f"/bot run by {ctx.login}",
         default_queue=ctx.settings.verify_default_queue,
         gpu_types=parsed.options.get("gpu_type") or None,
         options=run_options(parsed.options),
     )
     return (
-        f"Verification #{verification.id} of `{ctx.fix.head_sha[:12]}` queued on "
+        f"Verification #{verification.id} of `{ctx.fix_pr.head_sha[:12]}` queued on "
         f"`{verification.requested_queue}` for @{ctx.login}."
     )
 

@@ -33,7 +33,7 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
     reason = str(parsed.options["comment"])
     ctx.forge.set_status(
         ctx.session,
-        ctx.fix,
+        ctx.fix_pr,
         state="success",
         context=STATUS_CONTEXT,
         description=f"skipped: {reason}",

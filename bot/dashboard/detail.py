@@ -12,7 +12,15 @@ from sqlalchemy.orm import Session, selectinload
 from bot.dashboard.formatting import aware, duration_text, seconds_between
 from bot.dashboard.queries import classes_of
 from bot.dashboard.results import TestResult, test_results
-from bot.db.models import CiFailure, CommandInvocation, Fix, RepairRun, Verification
+from bot.db.models import (
+    CiFailure,
+    CommandInvocation,
+    Fix,
+    RepairRun,
+    Suppression,
+    Verification,
+)
+from bot.db.suppressions import suppressions_of
 
 STATE_LABELS = {
     "classified": "Classified",
@@ -24,6 +32,7 @@ STATE_LABELS = {
     "failed": "Repair failed",
     "no_fix_needed": "No fix needed",
     "duplicate": "Duplicate of an open fix",
+    "suppressed": "Held back by a human decision",
     "unclassified": "Unclassified",
     "error": "Error",
 }
@@ -66,7 +75,13 @@ class FixDetail:
     classes: list[str]
     verifications: list[VerificationView]
     commands: list[CommandInvocation]
+    suppressions: list[Suppression] = field(default_factory=list)
     timeline: list[Event] = field(default_factory=list)
+
+    @property
+    def holding(self) -> Suppression | None:
+        """The suppression that holds these violations now, if any."""
+        return next((s for s in self.suppressions if s.lifted_at is None), None)
 
     @property
     def failure_at(self) -> datetime | None:
@@ -124,6 +139,7 @@ def load_fix(session: Session, fix_id: int) -> FixDetail | None:
         classes=classes_of(fix.violations or []),
         verifications=verifications,
         commands=commands,
+        suppressions=suppressions_of(session, fix),
     )
     detail.timeline = timeline(detail)
     return detail
@@ -153,11 +169,23 @@ def timeline(detail: FixDetail) -> list[Event]:
     for view in detail.verifications:
         events += _verification_events(view.row)
     events += _conversation(detail)
+    events += _suppression_events(detail)
     if fix.closed_at or fix.state != "open":
         events.append(Event(fix.closed_at, f"s-{fix.state}", f"PR {fix.state}", fix.state_reason))
     order = {id(e): n for n, e in enumerate(events)}
     last = datetime.max.replace(tzinfo=UTC)
     events.sort(key=lambda e: (aware(e.at) or last, order[id(e)]))
+    return events
+
+
+def _suppression_events(detail: FixDetail) -> list[Event]:
+    events = []
+    for row in detail.suppressions:
+        held = f"{row.held_runs} failure(s) held back since"
+        title = f"Suppressed by {row.decided_by} ({row.reason.replace('_', ' ')})"
+        events.append(Event(row.created_at, "suppressed", title, f"{row.detail} · {held}"))
+        if row.lifted_at is not None:
+            events.append(Event(row.lifted_at, "lifted", f"Suppression lifted by {row.lifted_by}"))
     return events
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.dashboard.formatting import age_text, duration_text, http_link, iso
+from bot.dashboard.markdown import render_markdown
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -40,7 +41,9 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=duration_text, iso=iso, label=_label, http_link=http_link)
+    env.filters.update(
+        duration=duration_text, iso=iso, label=_label, http_link=http_link, markdown=render_markdown
+    )
     env.globals.update(age=age_text)
     return env
 

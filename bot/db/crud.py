@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Table, func, select
 from sqlalchemy.orm import Session
 
+from bot.db.body_codec import encode_body
+from bot.db.bulk_insert import insert_new_returning
 from bot.db.models import (
     TERMINAL_STATES,
     VERIFICATION_STATES,
@@ -44,6 +44,7 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
     One ``INSERT ... VALUES (...), (...) ON CONFLICT (key) DO NOTHING RETURNING id, key``: the
     unique index decides between concurrent requests with the same key, and a duplicate costs
     no exception and no savepoint. Of two with the same key in ``deliveries``, the first wins.
+    Large bodies are stored compressed (``bot.db.body_codec``; read them with ``content()``).
     """
     if not deliveries:
         return {}
@@ -57,17 +58,18 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
             "key": d.key,
             "event": d.event,
             "action": d.action,
-            "body": d.body,
+            "body": stored,
+            "body_codec": codec,
             "outcome": d.outcome,
             "received_at": now,
             "dispatched_at": now,
         }
         for d in first_of_each.values()
+        for stored, codec in [encode_body(d.body)]
     ]
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    statement = insert(Delivery).on_conflict_do_nothing(index_elements=[Delivery.key])
-    returned = session.connection().execute(statement.returning(Delivery.key, Delivery.id), rows)
+    returned = insert_new_returning(
+        session, cast(Table, Delivery.__table__), rows, conflict="key", returning=("key", "id")
+    )
     return {key: delivery_id for key, delivery_id in returned}
 
 
@@ -118,6 +120,17 @@ def move_run(session: Session, *, run: RepairRun, to: RunState, reason: str = ""
         return False
     session.add(Transition(run_id=run.id, from_state=run.state, to_state=to.value, reason=reason))
     run.state, run.reason, run.updated_at = to.value, reason, utcnow()
+    return True
+
+
+def release_held_run(session: Session, *, run: RepairRun, reason: str) -> bool:
+    """Put a ``suppressed`` run back to ``classified`` (its suppression was lifted): the one way
+    out of a terminal state, since that run was held back, not finished. False otherwise."""
+    if run.state != RunState.SUPPRESSED.value:
+        return False
+    to = RunState.CLASSIFIED
+    session.add(Transition(run_id=run.id, from_state=run.state, to_state=to.value, reason=reason))
+    run.state, run.reason, run.updated_at, run.fix_id = to.value, reason, utcnow(), None
     return True
 
 

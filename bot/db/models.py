@@ -20,6 +20,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from bot.db.body_codec import RAW, decode_body
+
 
 def utcnow() -> datetime:
     """Timezone-aware now, the only clock the models use."""
@@ -45,6 +47,7 @@ class RunState(StrEnum):
     FAILED = "failed"
     NO_FIX_NEEDED = "no_fix_needed"
     DUPLICATE = "duplicate"
+    SUPPRESSED = "suppressed"  # a human decided against this fix (see Suppression)
     UNCLASSIFIED = "unclassified"
     ERROR = "error"
 
@@ -62,6 +65,7 @@ TERMINAL_STATES = frozenset(
         RunState.FAILED,
         RunState.NO_FIX_NEEDED,
         RunState.DUPLICATE,
+        RunState.SUPPRESSED,
         RunState.UNCLASSIFIED,
         RunState.ERROR,
     }
@@ -110,10 +114,16 @@ class Delivery(Base):
     key: Mapped[str] = mapped_column(String(200), unique=True)
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str | None] = mapped_column(String(64))
+    # As stored: read it with ``content()`` (large bodies are compressed, bot.db.body_codec).
     body: Mapped[bytes] = mapped_column(LargeBinary)
+    body_codec: Mapped[str] = mapped_column(String(8), default=RAW, server_default=RAW)
     outcome: Mapped[str] = mapped_column(String(32), default="stored")
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     dispatched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    def content(self) -> bytes:
+        """The body as it was received."""
+        return decode_body(self.body, self.body_codec)
 
 
 class CiFailure(Base):
@@ -325,3 +335,66 @@ class GitHubWrite(Base):
         DateTime(timezone=True), default=utcnow, index=True
     )
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ContractCheck(Base):
+    """One pre-merge contract check: a PR's head merged onto its base, and what was answered.
+
+    One row per (repository, PR, head, base): a check whose four were already answered (a
+    redelivered webhook, a push that changed nothing) posts nothing.
+    """
+
+    __tablename__ = "contract_checks"
+    __table_args__ = (
+        UniqueConstraint(
+            "repository", "number", "head_sha", "base_sha", name="uq_contract_checks_pr_commits"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    base_sha: Mapped[str] = mapped_column(String(64))
+    # success, failure, error (the commit status set), or skipped (none could be set).
+    state: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str] = mapped_column(Text, default="")
+    # The introduced violations as ``bot.db.rows`` stores a fix's: display lines.
+    introduced: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SuppressionReason(StrEnum):
+    """Why the bot stopped proposing a fix: what a human did."""
+
+    CLOSED_UNMERGED = "closed_unmerged"  # someone closed our fix PR without merging it
+    REVERTED = "reverted"  # our merged fix was reverted: the same violations are back
+
+
+class Suppression(Base):
+    """A human decision the bot keeps: these violations (one dedupe key, one repository) open no
+    PR again until a maintainer lifts it. A new violation set is a new key, so it is not held."""
+
+    __tablename__ = "suppressions"
+    __table_args__ = (
+        Index(
+            "uq_suppressions_active_key",
+            "repository",
+            "dedupe_key",
+            unique=True,
+            sqlite_where=text("lifted_at IS NULL"),
+            postgresql_where=text("lifted_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository: Mapped[str] = mapped_column(String(200))
+    dedupe_key: Mapped[str] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(String(32))
+    fix_id: Mapped[int | None] = mapped_column(ForeignKey("fixes.id"), index=True)
+    decided_by: Mapped[str] = mapped_column(String(200))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    held_runs: Mapped[int] = mapped_column(Integer, default=0)  # failures it kept from a PR
+    lifted_by: Mapped[str | None] = mapped_column(String(200))
+    lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

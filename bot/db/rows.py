@@ -20,6 +20,7 @@ from bot.db.models import CiFailure, RepairRun
 from fixers.contracts import Contract
 from fixers.failures import Finding, Frame
 from fixers.findings_json import finding_to_dict
+from fixers.introduced import identity
 from fixers.violation_types import Violation
 
 _CONTRACT_FIELDS = frozenset(f.name for f in fields(Contract))
@@ -110,8 +111,8 @@ def contract_of(run: RepairRun) -> Contract | None:
 # ----- violations (fixes.violation_keys and fixes.violations) ------------------------------------
 def violation_key(violation: Violation) -> str:
     """A violation's identity across commits (line numbers move, these do not), as stored in
-    ``fixes.violation_keys``."""
-    return f"{violation.kind}:{violation.class_qualname}:{violation.path}"
+    ``fixes.violation_keys`` (one definition: :func:`fixers.introduced.identity`)."""
+    return identity(violation)
 
 
 def violation_keys(violations: Iterable[Violation]) -> list[str]:

@@ -19,7 +19,9 @@ from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 
 # The events a handler is registered for (bot.intake.route); others are stored as ``ignored``.
-HANDLED_EVENTS = frozenset({"issue_comment", "pull_request", "check_run", "status", "workflow_job"})
+HANDLED_EVENTS = frozenset(
+    {"issue_comment", "pull_request", "check_run", "status", "workflow_job", "push"}
+)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import httpx
 from github import GithubException
 
 from bot.config import Settings
+from bot.db.body_codec import BodyCodecError
 from bot.db.models import Delivery
 from bot.forges.github.client import GitHubNotConfigured
 from bot.forges.github.events import PayloadError, load_payload
@@ -42,8 +43,8 @@ def process_delivery(self: RepairbotTask, delivery_id: int) -> list[str]:
         if delivery is None or delivery.outcome != "stored":
             return notes
         try:
-            payload = load_payload(delivery.body)
-        except PayloadError:
+            payload = load_payload(delivery.content())
+        except (PayloadError, BodyCodecError):
             delivery.outcome = "invalid"
             return notes
         handlers = handlers_for(delivery.event)

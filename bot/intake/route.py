@@ -11,9 +11,11 @@ from sqlalchemy.orm import Session
 from bot.commands.dispatch import handle_comment
 from bot.config import Settings
 from bot.forges.github.events import (
+    changes_base,
     check_run_failure,
     comment_event,
     pull_request_event,
+    push_event,
     status_failure,
 )
 from bot.forges.github.forge import GitHubForge
@@ -25,6 +27,7 @@ from bot.intake.actions import (
     is_actions_check_run,
 )
 from bot.intake.jenkins import intake_check_failure
+from bot.pipeline.contract_triggers import on_pull_request, on_push
 from bot.pipeline.pull_requests import handle_pull_request
 
 
@@ -70,14 +73,18 @@ def handlers_for(event: str) -> list[EventHandler]:
     return [h for h in HANDLERS if h.event == event]
 
 
-@on("issue_comment", "bot-commands", "runs /bot commands written on repairbot's PRs")
+@on(
+    "issue_comment",
+    "bot-commands",
+    "runs /bot commands on repairbot's PRs and repairbot's own (/repairbot ...) on any PR",
+)
 def bot_commands(ctx: EventContext) -> str:
-    """``/bot`` commands."""
+    """``/bot`` commands, and those under repairbot's own prefix."""
     event = comment_event(ctx.payload)
     if event is None:
         return "not a comment on a pull request"
     audit = handle_comment(ctx.session, ctx.settings, ctx.forge(), event, ctx.delivery_id)
-    return "no /bot command" if audit is None else f"/bot {audit.command}: {audit.outcome}"
+    return "no command" if audit is None else f"{audit.command}: {audit.outcome}"
 
 
 @on("pull_request", "pr-state", "tracks repairbot's PRs and supersedes them when fixed elsewhere")
@@ -127,3 +134,21 @@ def actions_check_run(ctx: EventContext) -> str:
     if not ctx.settings.github_actions_logs:
         return "GitHub Actions logs are off (REPAIRBOT_GITHUB_ACTIONS_LOGS)"
     return intake_actions_job(ctx.session, ctx.settings, fetch_job(ctx.settings, *found))
+
+
+@on("pull_request", "contract-check", "checks a PR for the contract violations it introduces")
+def contract_check(ctx: EventContext) -> str:
+    """Opened, reopened, pushed to or retargeted → the ``repairbot/contracts`` check."""
+    event = pull_request_event(ctx.payload)
+    if event is None:
+        return "pull_request payload without the fields we need"
+    return on_pull_request(ctx.session, ctx.settings, event, base_changed=changes_base(ctx.payload))
+
+
+@on("push", "contract-recheck", "re-checks the open PRs into a branch whose contracts changed")
+def contract_recheck(ctx: EventContext) -> str:
+    """A push that changes a contract → the open PRs into that branch are checked again."""
+    push = push_event(ctx.payload)
+    if push is None:
+        return "push payload without the fields we need"
+    return on_push(ctx.session, ctx.settings, push)

@@ -11,8 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.models import Fix, FixState, utcnow
+from bot.db.models import Fix, FixState, SuppressionReason, utcnow
 from bot.db.rows import contract_of
+from bot.db.suppressions import lift_suppressions, suppress
 from bot.forges.github.events import PullRequestEvent
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
@@ -28,17 +29,41 @@ def our_fix(session: Session, event: PullRequestEvent) -> Fix | None:
     )
 
 
-def track_ours(session: Session, fix: Fix, event: PullRequestEvent) -> str:
+def remember_closed(session: Session, fix: Fix, login: str) -> None:
+    """A human closed our fix unmerged: these violations open no PR again until lifted."""
+    row = suppress(
+        session,
+        repository=fix.repository,
+        dedupe_key=fix.dedupe_key,
+        reason=SuppressionReason.CLOSED_UNMERGED,
+        decided_by=login or "someone on GitHub",
+        fix_id=fix.id,
+        detail=f"PR #{fix.number} closed without merging",
+    )
+    fix.state_reason = f"closed unmerged by {row.decided_by}: its violations are suppressed"
+
+
+def is_bot_login(settings: Settings, login: str) -> bool:
+    """Whether ``login`` is us or another bot (their closes are not human decisions)."""
+    lowered = login.lower()
+    return lowered.endswith("[bot]") or lowered == settings.github_bot_login.lower()
+
+
+def track_ours(session: Session, settings: Settings, fix: Fix, event: PullRequestEvent) -> str:
     """Mirror our PR's state: merged, closed, reopened, or a new head pushed by someone."""
     if event.action == "closed" and fix.state == FixState.OPEN.value:
         fix.state = FixState.MERGED.value if event.merged else FixState.CLOSED.value
         fix.state_reason = "merged on GitHub" if event.merged else "closed on GitHub"
         fix.closed_at = utcnow()
+        if not event.merged and not is_bot_login(settings, event.sender):
+            remember_closed(session, fix, event.sender)
     elif event.action == "reopened" and fix.state in (FixState.CLOSED.value,):
         try:
             with session.begin_nested():
                 fix.state, fix.state_reason, fix.closed_at = FixState.OPEN.value, "reopened", None
                 session.flush()
+            # Reopening is the human taking their decision back.
+            lift_suppressions(session, fix=fix, lifted_by=event.sender or "a reopen on GitHub")
         except IntegrityError:
             return f"fix #{fix.id} reopened, but another open fix has its key; left closed"
     elif event.action == "synchronize":
@@ -96,7 +121,7 @@ def handle_pull_request(
     """Our PR → track its state; someone else's merged PR → supersede what it fixed."""
     fix = our_fix(session, event)
     if fix is not None:
-        return track_ours(session, fix, event)
+        return track_ours(session, settings, fix, event)
     if event.action == "closed" and event.merged:
         return supersede(session, settings, forge, event)
     return f"{event.action} of a PR that is not ours: nothing to do"

@@ -26,6 +26,7 @@ from bot.pipeline.repair_steps import already_fixed, candidate_for, swept, write
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop, move, record_publication, still_live, stop
 from bot.pipeline.stage_times import StageClock
+from bot.pipeline.suppression_gate import held_back
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
@@ -125,6 +126,10 @@ def repair_in(
         return
     candidate = candidate_for(settings, context, target, worktree, result)
     clock.lap("compose")
+    suppressed = held_back(settings, run_id, candidate)
+    if suppressed is not None:
+        stop(settings, run_id, suppressed)
+        return
     if still_live(settings, run_id):  # else a duplicate delivery of this task finished it
         outcome = target.forge.publish(candidate)
         clock.lap("publish")

@@ -47,7 +47,9 @@ def triage_report(settings: Settings, report_id: int) -> None:
 def classify(session: Session, report: CiFailure) -> None:
     """Store the report's findings and create its runs, classified or unclassified."""
     delivery = session.get_one(Delivery, report.delivery_id)
-    parsed = read_report(BytesIO(delivery.body), format=Format(report.format), stage=report.stage)
+    parsed = read_report(
+        BytesIO(delivery.content()), format=Format(report.format), stage=report.stage
+    )
     findings = classify_report(parsed)
     store_findings(report, findings)
     report.failure_count = len(parsed.failures)

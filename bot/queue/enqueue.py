@@ -28,12 +28,19 @@ class _PendingTask:
     queue: str | None
     # The innermost SAVEPOINT open when it was queued (None: the session's own transaction).
     savepoint: SessionTransaction | None
+    countdown: float | None = None
 
 
 def enqueue_after_commit(
-    session: Session, task_name: str, *args: Any, queue: str | None = None
+    session: Session,
+    task_name: str,
+    *args: Any,
+    queue: str | None = None,
+    countdown: float | None = None,
 ) -> None:
     """Send ``task_name(*args)`` once ``session`` commits; drop it if its transaction rolls back.
+
+    ``countdown``: the task runs no sooner than that many seconds after it is sent.
 
     A send that fails (the broker is down) is logged, not raised: the database already holds the
     work, and the reconciler re-sends whatever stays unfinished.
@@ -43,7 +50,9 @@ def enqueue_after_commit(
         event.listen(session, "after_soft_rollback", _drop_rolled_back)
         session.info[_LISTENING_KEY] = True
     pending: list[_PendingTask] = session.info.setdefault(_PENDING_KEY, [])
-    pending.append(_PendingTask(task_name, args, queue, session.get_nested_transaction()))
+    pending.append(
+        _PendingTask(task_name, args, queue, session.get_nested_transaction(), countdown)
+    )
 
 
 def _send_pending(session: Session) -> None:
@@ -53,7 +62,13 @@ def _send_pending(session: Session) -> None:
     try:
         with app.producer_or_acquire() as producer:
             for task in pending:
-                app.send_task(task.task_name, args=task.args, queue=task.queue, producer=producer)
+                app.send_task(
+                    task.task_name,
+                    args=task.args,
+                    queue=task.queue,
+                    producer=producer,
+                    countdown=task.countdown,
+                )
     except Exception:  # the rows are committed: a broker outage must not fail the request
         log.warning(
             "could not send %d task(s) (first %s%r); the reconciler will re-send them",

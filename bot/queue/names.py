@@ -11,4 +11,7 @@ VERIFY: Final = "repairbot.verify"
 # The wire name predates the stage's name (announce): messages already queued keep their task.
 ANNOUNCE_VERIFICATION: Final = "repairbot.report_verification"
 RECONCILE: Final = "repairbot.reconcile"
+CONTRACT_CHECK: Final = "repairbot.contract_check"
+CONTRACT_RECHECK: Final = "repairbot.contract_recheck"
+APPLY_FIX: Final = "repairbot.apply_fix"  # /repairbot apply-fix: (invocation id, comment id)
 REPAIR_QUEUE: Final = "repair"  # where every repairbot.* task goes unless routed elsewhere

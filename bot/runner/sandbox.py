@@ -21,7 +21,9 @@ def sandbox_options(settings: Settings) -> SandboxOptions:
     hidden = [settings.data_dir]
     if settings.github_private_key_path is not None:
         hidden.append(settings.github_private_key_path)
+    # A path that does not exist has nothing to hide, and bubblewrap cannot make a mount point
+    # for it inside a read-only bind (the default data dir ``./.repairbot``, from a checkout).
     return SandboxOptions(
         allow_unsandboxed=settings.allow_unsandboxed,
-        hidden=tuple(Path(p).absolute() for p in hidden),
+        hidden=tuple(Path(p).absolute() for p in hidden if Path(p).exists()),
     )

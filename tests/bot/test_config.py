@@ -78,3 +78,19 @@ def test_queue_names_are_checked_at_start(field, monkeypatch):
 def test_the_body_deadline_is_a_setting(monkeypatch):
     monkeypatch.setenv("REPAIRBOT_READ_TIMEOUT_S", "3.5")
     assert Settings().read_timeout_s == 3.5
+
+
+def test_the_command_prefix_defaults_to_repairbot_and_matches_the_grammar():
+    from bot.commands.grammar import DEFAULT_PREFIX
+
+    assert Settings().command_prefix == DEFAULT_PREFIX == "/repairbot"
+    assert Settings(command_prefix="/trt-fix").command_prefix == "/trt-fix"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["/bot", "repairbot", "/", "/Repairbot", "/repair bot", "/-x", "/x\u202e", "/" + "a" * 33],
+)
+def test_a_command_prefix_that_is_not_a_slash_word_or_is_bot_is_refused(prefix):
+    with pytest.raises(ValidationError, match="REPAIRBOT_COMMAND_PREFIX"):
+        Settings(command_prefix=prefix)

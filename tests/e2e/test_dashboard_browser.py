@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
-from bot.db.models import Fix
+from bot.db.models import Fix, FixComment
 from bot.db.session import session_scope
 from tests.conftest import CI_TOKEN
 
@@ -34,6 +34,16 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 XSS_LOG_LINE = "FAILED tests/test_ui.py::test_banner - AssertionError: <script>alert(1)</script>"
+# Markdown as a hostile PR body or comment would write it: every way in that a sanitiser must
+# close (raw HTML with handlers, script and style, javascript: and data: links, an iframe), next
+# to formatting that must survive (a table, code, a link).
+XSS_MARKDOWN = (
+    f"{XSS_TITLE}\n\n<script>alert(2)</script><style>body{{display:none}}</style>\n\n"
+    "[click](javascript:alert(3)) [data](data:text/html,<script>alert(4)</script>) "
+    '<a href="jav&#x09;ascript:alert(5)">tab</a> <iframe src="https://example.com"></iframe>\n\n'
+    "<svg onload=alert(6)></svg><b onmouseover=alert(7)>bold</b>\n\n"
+    "| payload | kept |\n|---|---|\n| `<img src=x>` | [safe](https://example.com) |\n"
+)
 XSS_LOG = (
     "============================= test session starts ==============================\n"
     "tests/test_ui.py F\n"
@@ -110,7 +120,7 @@ def _seed_hostile_fix(data_dir: Path, like: dict[str, Any]) -> int:
             branch="attacker/xss",
             head_sha=like["head_sha"],
             title=XSS_TITLE,
-            body=XSS_TITLE,
+            body=XSS_MARKDOWN,
             files=["x.py"],
             violations=[f"x.py:1 `{XSS_TITLE}` (forward-override)"],
             diff=f"diff --git a/x.py b/x.py\n+{XSS_TITLE}\n",
@@ -118,6 +128,7 @@ def _seed_hostile_fix(data_dir: Path, like: dict[str, Any]) -> int:
         )
         session.add(fix)
         session.flush()
+        session.add(FixComment(fix_id=fix.id, kind="comment", author=XSS_TITLE, body=XSS_MARKDOWN))
         return fix.id
 
 
@@ -172,6 +183,17 @@ def test_dashboard_in_chromium(make_service, targets, browser_page):
     page.goto(f"{service.url}/fixes/{hostile_id}")
     sync_api.expect(page.locator("h1")).to_have_text(XSS_TITLE)
     assert page.locator("img").count() == 0
+    # Its body and comment render as Markdown: the table and the https link stay, nothing active.
+    for markdown in (page.locator(".markdown.body"), page.locator(".markdown.reply").last):
+        sync_api.expect(markdown.locator("table td code")).to_have_text("<img src=x>")
+        sync_api.expect(
+            markdown.locator('a[href="https://example.com/"], a[href="https://example.com"]')
+        ).to_have_count(1)
+    active = ", ".join(f".markdown {tag}" for tag in ("iframe", "svg", "style", "img", "[onload]"))
+    assert page.locator(active + ", [onmouseover]").count() == 0
+    hrefs = page.eval_on_selector_all(".markdown a[href]", "links => links.map(a => a.href)")
+    assert all(href.startswith("https://") for href in hrefs), hrefs
+    assert page.evaluate("document.scripts.length") == 1  # live.js alone
 
     # Filters, through the real form (no JavaScript needed for them).
     page.goto(service.url + "/")
@@ -193,6 +215,7 @@ def test_dashboard_in_chromium(make_service, targets, browser_page):
 
     # The fix page: timeline, highlighted diff, findings with evidence.
     page.goto(f"{service.url}/fixes/{fix['id']}")
+    sync_api.expect(page.locator(".markdown.body h2").first).to_be_visible()
     timeline = page.locator("ol.timeline")
     for step in ("Failure received", "Classified", "Swept the repository", "PR opened"):
         sync_api.expect(timeline).to_contain_text(step)

@@ -11,11 +11,30 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.github_shapes import node_id, repository, user
+from tests.fakes.github_webhooks import checked
+
 if TYPE_CHECKING:
     from tests.fakes.github_api import FakeGitHub, Request
 
 Answer = tuple[int, Any]
 STARTED = "2026-07-30T10:55:00Z"
+COMPLETED = "2026-07-30T10:58:00Z"
+# The GitHub Actions app, as check runs name it (github.com/apps/github-actions).
+ACTIONS_APP = {
+    "id": 15368,
+    "slug": "github-actions",
+    "node_id": "MDM6QXBwMTUzNjg=",
+    "owner": user("github", "Organization"),
+    "name": "GitHub Actions",
+    "description": "Automate your workflow from idea to production",
+    "external_url": "https://help.github.com/en/actions",
+    "html_url": "https://github.com/apps/github-actions",
+    "created_at": "2018-07-30T09:30:17Z",
+    "updated_at": "2024-04-10T20:33:16Z",
+    "permissions": {"actions": "write", "checks": "write", "contents": "write", "metadata": "read"},
+    "events": ["check_run", "check_suite", "pull_request", "push", "workflow_dispatch"],
+}
 
 
 @dataclass
@@ -57,7 +76,7 @@ class FakeJob:
             "conclusion": self.conclusion,
             "created_at": STARTED,
             "started_at": STARTED,
-            "completed_at": "2026-07-30T10:58:00Z",
+            "completed_at": COMPLETED,
             "name": self.name,
             "workflow_name": self.workflow_name,
             "check_run_url": f"{api_url}/repos/{self.repository}/check-runs/{self.id}",
@@ -67,50 +86,88 @@ class FakeJob:
             "runner_group_id": 2,
             "runner_group_name": "GitHub Actions",
             "steps": [
-                {"name": "Set up job", "status": "completed", "conclusion": "success", "number": 1},
-                {"name": "Run pytest", "status": "completed", "conclusion": "failure", "number": 2},
+                {
+                    "name": "Set up job",
+                    "status": "completed",
+                    "conclusion": "success",
+                    "number": 1,
+                    "started_at": STARTED,
+                    "completed_at": "2026-07-30T10:55:04Z",
+                },
+                {
+                    "name": "Run pytest",
+                    "status": "completed",
+                    "conclusion": "failure",
+                    "number": 2,
+                    "started_at": "2026-07-30T10:55:04Z",
+                    "completed_at": COMPLETED,
+                },
             ],
         }
 
 
-def _repository(full_name: str, api_url: str) -> dict[str, Any]:
-    owner, name = full_name.split("/", 1)
-    return {
-        "full_name": full_name,
-        "name": name,
-        "owner": {"login": owner, "type": "Organization"},
-        "url": f"{api_url}/repos/{full_name}",
-    }
+def _repository(state: FakeGitHub, full_name: str) -> dict[str, Any]:
+    # A job may name a repository the test never created on the double.
+    repo = state.repos.get(full_name)
+    branch = repo.default_branch if repo else "main"
+    return repository(full_name, branch, state.url, full=False)
 
 
 def workflow_job_event(state: FakeGitHub, job: FakeJob) -> dict[str, Any]:
     """The ``workflow_job`` ``completed`` payload GitHub sends for ``job``."""
-    return {
+    payload = {
         "action": "completed",
         "workflow_job": job.json(state.url),
-        "repository": _repository(job.repository, state.url),
-        "sender": {"login": "alice", "type": "User"},
+        "repository": _repository(state, job.repository),
+        "sender": user("alice", api_url=state.url),
     }
+    return checked(state, "workflow_job", payload)
 
 
 def check_run_event(state: FakeGitHub, job: FakeJob) -> dict[str, Any]:
     """The ``check_run`` ``completed`` payload GitHub Actions' app sends for ``job``."""
-    return {
+    api = f"{state.url}/repos/{job.repository}"
+    payload = {
         "action": "completed",
         "check_run": {
             "id": job.id,
+            "node_id": node_id("CheckRun", job.id),
             "name": job.name,
             "head_sha": job.head_sha,
+            "external_id": f"ca395085-040a-526b-2ce8-bdc85f692774-{job.id}",
+            "url": f"{api}/check-runs/{job.id}",
+            "html_url": job.html_url,
+            "details_url": job.html_url,
             "status": "completed",
             "conclusion": job.conclusion,
-            "details_url": job.html_url,
-            "html_url": job.html_url,
-            "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
-            "check_suite": {"id": job.run_id + 1, "head_branch": job.head_branch},
+            "started_at": STARTED,
+            "completed_at": COMPLETED,
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": f"{api}/check-runs/{job.id}/annotations",
+            },
+            "app": ACTIONS_APP,
+            "check_suite": {
+                "id": job.run_id + 1,
+                "node_id": node_id("CheckSuite", job.run_id + 1),
+                "head_branch": job.head_branch,
+                "head_sha": job.head_sha,
+                "status": "completed",
+                "conclusion": job.conclusion,
+                "url": f"{api}/check-suites/{job.run_id + 1}",
+                "app": ACTIONS_APP,
+                "created_at": STARTED,
+                "updated_at": COMPLETED,
+            },
+            "pull_requests": [],
         },
-        "repository": _repository(job.repository, state.url),
-        "sender": {"login": "alice", "type": "User"},
+        "repository": _repository(state, job.repository),
+        "sender": user("alice", api_url=state.url),
     }
+    return checked(state, "check_run", payload)
 
 
 def actions_log(lines: list[str], *, step: str = "Run pytest", exit_code: int = 1) -> bytes:

@@ -10,6 +10,10 @@ GitHub Actions jobs (``add_actions_job``, ``tests/fakes/github_actions.py``) hav
 served as GitHub does: a 302 from the API to a signed blob URL (under ``/_blobs/``, which takes
 no GitHub credentials) that answers the raw log.
 
+Every 2xx JSON answer, and every webhook payload it builds (``github_webhooks.py``), is checked
+against GitHub's REST description (``github_schema.py``, shapes in ``github_shapes.py``); what is
+off lands in ``schema_errors`` and fails the test when the fixture ends.
+
 Use it through the ``github_api`` fixture (``tests/conftest.py`` re-exports it).
 """
 
@@ -20,6 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,13 +37,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.fakes import github_webhooks
 from tests.fakes.github_git import FakeRepo, git_out
+from tests.fakes.github_schema import validate
+from tests.fakes.github_shapes import pull_request
 
 TOKEN = "ghp_fake_personal_token_0123456789"
 APP_ID = 4242
 INSTALLATION_ID = 77
 BOT_LOGIN = "repairbot[bot]"
 Handler = Callable[["FakeGitHub", "Request"], tuple[int, Any]]
+# An endpoint: method, path pattern, handler, the REST schema of its 2xx answer (None: not JSON).
+Route = tuple[str, re.Pattern[str], Handler, str | None]
 
 
 @dataclass
@@ -88,10 +98,6 @@ class Request:
     login: str
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 @dataclass
 class FakeGitHub:
     """The server's state and the test-side API (setting up repos, queuing faults, events)."""
@@ -103,6 +109,7 @@ class FakeGitHub:
     repos: dict[str, FakeRepo] = field(default_factory=dict)
     jobs: dict[int, Any] = field(default_factory=dict)
     tokens: dict[str, datetime] = field(default_factory=dict)
+    schema_errors: list[str] = field(default_factory=list)
     token_lifetime: timedelta = timedelta(hours=1)
     private_key_pem: str = ""
     _faults: list[Fault] = field(default_factory=list)
@@ -131,6 +138,7 @@ class FakeGitHub:
     ) -> FakeRepo:
         """A repository whose branches are those of the local git repository ``source``."""
         repo = FakeRepo.create(self.root, full_name, source, default_branch)
+        repo.api_url = self.url
         self.repos[full_name] = repo
         return repo
 
@@ -188,11 +196,14 @@ class FakeGitHub:
         return [c for c in self.calls if c.method == method and regex.search(c.path)]
 
     def pulls(self, full_name: str, state: str = "all") -> list[dict[str, Any]]:
-        """The repository's PRs as the API shows them."""
+        """The repository's PRs as the API shows them (under the lock: the server adds PRs)."""
         repo = self.repos[full_name]
-        return [
-            self.pull_json(repo, p) for p in repo.pulls.values() if state in ("all", p["state"])
-        ]
+        with self.lock:
+            return [
+                self.pull_json(repo, p)
+                for p in list(repo.pulls.values())
+                if state in ("all", p["state"])
+            ]
 
     def open_pull(self, full_name: str, *, head: str, title: str, login: str = "alice") -> int:
         """A PR opened by a human from ``head`` (a branch already in the repository)."""
@@ -205,15 +216,9 @@ class FakeGitHub:
             self.repos[full_name].merge(number, login)
 
     def pull_request_event(self, full_name: str, number: int, action: str) -> dict[str, Any]:
-        """The ``pull_request`` webhook payload GitHub would send now."""
-        repo = self.repos[full_name]
-        return {
-            "action": action,
-            "number": number,
-            "pull_request": self.pull_json(repo, repo.pulls[number]),
-            "repository": repo.json(self.url),
-            "sender": {"login": "maintainer", "type": "User"},
-        }
+        """The ``pull_request`` webhook payload GitHub would send now (``github_webhooks``)."""
+        with self.lock:
+            return github_webhooks.pull_request_event(self, full_name, number, action)
 
     def comment_event(
         self, full_name: str, number: int, body: str, *, login: str, user_type: str = "User"
@@ -222,35 +227,38 @@ class FakeGitHub:
         repo = self.repos[full_name]
         with self.lock:
             comment = repo.add_comment(self.next_id(), number, body, login, user_type, self.url)
-        pull = repo.pulls.get(number)
-        issue: dict[str, Any] = {"number": number, "title": pull["title"] if pull else ""}
-        if pull is not None:
-            issue["pull_request"] = {"url": f"{self.url}/repos/{full_name}/pulls/{number}"}
-        return {
-            "action": "created",
-            "issue": issue,
-            "comment": comment,
-            "repository": repo.json(self.url),
-            "sender": {"login": login, "type": user_type},
-        }
+            return github_webhooks.comment_event(self, full_name, number, comment)
 
-    def pull_json(self, repo: FakeRepo, pull: dict[str, Any]) -> dict[str, Any]:
-        """A pull request in the REST API's shape."""
-        base = f"{self.url}/repos/{repo.full_name}"
-        number = pull["number"]
-        return {
-            **{k: v for k, v in pull.items() if not k.startswith("_")},
-            "id": number + 5_000_000,
-            "url": f"{base}/pulls/{number}",
-            "html_url": f"https://github.com/{repo.full_name}/pull/{number}",
-            "issue_url": f"{base}/issues/{number}",
-            "comments_url": f"{base}/issues/{number}/comments",
-            "statuses_url": f"{base}/statuses/{pull['head']['sha']}",
-            "head": {**pull["head"], "repo": repo.json(self.url)},
-            "base": {**pull["base"], "repo": repo.json(self.url)},
-        }
+    def pull_json(
+        self, repo: FakeRepo, pull: dict[str, Any], *, simple: bool = False
+    ) -> dict[str, Any]:
+        """A pull request in the REST API's shape (``pull-request``; ``simple``: as listed).
+
+        A PR from a fork keeps the fork in ``pull["head_repo"]``: its ``head.repo``.
+        """
+        head_repo: FakeRepo = pull.get("head_repo") or repo
+        return pull_request(
+            pull,
+            full_name=repo.full_name,
+            head_repo=head_repo.json(self.url, full=False),
+            base_repo=repo.json(self.url, full=False),
+            api_url=self.url,
+            author_association=repo.association(pull["user"]["login"]),
+            stats=None if simple else repo.stats(pull["number"]),
+        )
 
     # ----- server side ---------------------------------------------------------------------
+    def check_schema(self, what: str, schema: str | None, status: int, payload: Any) -> None:
+        """Record in ``schema_errors`` how a 2xx JSON answer departs from GitHub's schema."""
+        if not 200 <= status < 300 or isinstance(payload, Raw):
+            return
+        if schema is None:
+            problems = [": answers JSON, but its route declares no schema"]
+        else:
+            problems = validate(schema, payload)
+        with self.lock:
+            self.schema_errors += [f"{what} ({schema}){problem}" for problem in problems]
+
     def authenticate(self, method: str, path: str, authorization: str) -> str | None:
         """The caller's login, or None when the credentials are refused."""
         scheme, _, credential = authorization.partition(" ")
@@ -289,7 +297,7 @@ class FakeGitHub:
         return None
 
 
-def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Handler]]) -> type:
+def _make_handler(state: FakeGitHub, routes: list[Route]) -> type:
     class GitHubHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -338,7 +346,7 @@ def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Ha
             fault = state.take_fault(self.command, path)
             if fault is not None and not fault.after_effect:
                 return fault.status, {"message": fault.message}, dict(fault.headers)
-            for method, pattern, handler in routes:
+            for method, pattern, handler, schema in routes:
                 match = pattern.fullmatch(path)
                 if method == self.command and match:
                     with state.lock:
@@ -347,6 +355,7 @@ def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Ha
                         )
                     if fault is not None:
                         return fault.status, {"message": fault.message}, dict(fault.headers)
+                    state.check_schema(f"{self.command} {path}", schema, status, payload)
                     return status, payload, {}
             return 404, {"message": "Not Found"}, {}
 
@@ -355,13 +364,11 @@ def _make_handler(state: FakeGitHub, routes: list[tuple[str, re.Pattern[str], Ha
     return GitHubHandler
 
 
-@pytest.fixture
-def github_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGitHub]:
-    """A running fake GitHub API on 127.0.0.1; repositories live in a temporary folder."""
-    from tests.fakes.github_routes import ROUTES
-
-    state = FakeGitHub(root=tmp_path_factory.mktemp("github"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, ROUTES))
+@contextmanager
+def serve(root: Path, routes: list[Route]) -> Iterator[FakeGitHub]:
+    """The double serving ``routes`` on 127.0.0.1 while the block runs."""
+    state = FakeGitHub(root=root)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(state, routes))
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -371,6 +378,30 @@ def github_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGitHub]
     finally:
         server.shutdown()
         server.server_close()
+
+
+def fail_on_schema_errors(state: FakeGitHub) -> None:
+    """Fail the test when the double served anything outside GitHub's REST schema."""
+    if state.schema_errors:
+        pytest.fail(
+            "the GitHub double answered outside GitHub's REST schema "
+            "(tests/fakes/github_schema.py):\n" + "\n".join(state.schema_errors),
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def github_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGitHub]:
+    """A running fake GitHub API on 127.0.0.1; repositories live in a temporary folder.
+
+    Every 2xx JSON answer is validated against GitHub's REST description; the test fails at
+    teardown when one was not valid.
+    """
+    from tests.fakes.github_routes import ROUTES
+
+    with serve(tmp_path_factory.mktemp("github"), ROUTES) as state:
+        yield state
+    fail_on_schema_errors(state)
 
 
 __all__ = ["APP_ID", "BOT_LOGIN", "INSTALLATION_ID", "TOKEN", "FakeGitHub", "git_out", "github_api"]

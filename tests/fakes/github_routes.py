@@ -8,8 +8,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.fakes.github_actions import get_job, job_log_blob, job_logs
-from tests.fakes.github_api import BOT_LOGIN, INSTALLATION_ID, FakeGitHub, Handler, Request
-from tests.fakes.github_git import FakeRepo, user
+from tests.fakes.github_api import INSTALLATION_ID, FakeGitHub, Handler, Request, Route
+from tests.fakes.github_forks import create_cross_pull, cross_repository
+from tests.fakes.github_git import FakeRepo
+from tests.fakes.github_reviews import REVIEW_ROUTES
+from tests.fakes.github_shapes import (
+    REACTIONS,
+    collaborator,
+    node_id,
+    reaction_rollup,
+    timestamp,
+    user,
+)
 
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
 Answer = tuple[int, Any]
@@ -31,8 +41,13 @@ def access_token(state: FakeGitHub, request: Request) -> Answer:
     state.tokens[token] = expires
     return 201, {
         "token": token,
-        "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "permissions": {"pull_requests": "write", "contents": "write", "statuses": "write"},
+        "expires_at": timestamp(expires),
+        "permissions": {
+            "metadata": "read",
+            "pull_requests": "write",
+            "contents": "write",
+            "statuses": "write",
+        },
         "repository_selection": "all",
     }
 
@@ -56,7 +71,7 @@ def list_pulls(state: FakeGitHub, request: Request) -> Answer:
         and (head is None or p["head"]["label"] == head)
         and (base is None or p["base"]["ref"] == base)
     ]
-    return 200, [state.pull_json(repo, p) for p in pulls]
+    return 200, [state.pull_json(repo, p, simple=True) for p in pulls]
 
 
 def create_pull(state: FakeGitHub, request: Request) -> Answer:
@@ -64,6 +79,8 @@ def create_pull(state: FakeGitHub, request: Request) -> Answer:
     body = request.body or {}
     if repo is None:
         return _not_found()
+    if cross_repository(repo, body):  # ``owner:branch`` of another repository: forks
+        return create_cross_pull(state, request, repo)
     head = str(body.get("head", "")).split(":")[-1]
     missing = [k for k in ("title", "head", "base") if not body.get(k)]
     if missing:
@@ -105,7 +122,8 @@ def edit_pull(state: FakeGitHub, request: Request) -> Answer:
             pull[key] = body[key]
     if body.get("state") in ("open", "closed"):
         pull["state"] = body["state"]
-        pull["closed_at"] = None if body["state"] == "open" else datetime.now(UTC).isoformat()
+        pull["closed_at"] = None if body["state"] == "open" else timestamp()
+    pull["updated_at"] = timestamp()
     return 200, state.pull_json(repo, pull)
 
 
@@ -150,19 +168,27 @@ def create_reaction(state: FakeGitHub, request: Request) -> Answer:
     content = (request.body or {}).get("content")
     if repo is None or repo.find_comment(comment_id) is None:
         return _not_found()
-    if content not in ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"):
+    if content not in REACTIONS:
         return 422, {"message": "Validation Failed", "errors": [{"field": "content"}]}
     for reaction in repo.reactions:
         if reaction["comment_id"] == comment_id and reaction["content"] == content:
             return 200, {k: v for k, v in reaction.items() if k != "comment_id"}
+    reaction_id = state.next_id()
     reaction = {
-        "id": state.next_id(),
+        "id": reaction_id,
+        "node_id": node_id("Reaction", reaction_id),
+        "user": user(request.login, "Bot", state.url),
         "content": content,
-        "user": user(BOT_LOGIN, "Bot"),
-        "created_at": datetime.now(UTC).isoformat(),
+        "created_at": timestamp(),
         "comment_id": comment_id,
     }
     repo.reactions.append(reaction)
+    comment = repo.find_comment(comment_id)
+    assert comment is not None  # checked above
+    comment["reactions"] = reaction_rollup(
+        comment["reactions"]["url"],
+        [r["content"] for r in repo.reactions if r["comment_id"] == comment_id],
+    )
     return 201, {k: v for k, v in reaction.items() if k != "comment_id"}
 
 
@@ -175,15 +201,24 @@ def create_status(state: FakeGitHub, request: Request) -> Answer:
         return 422, {"message": "Validation Failed", "errors": [{"field": "state"}]}
     if len(body.get("description") or "") > 140:
         return 422, {"message": "Validation Failed: description is too long (maximum is 140)"}
+    status_id, sha, creator = (
+        state.next_id(),
+        request.match["sha"],
+        user(request.login, "Bot", state.url),
+    )
     status = {
-        "id": state.next_id(),
-        "sha": request.match["sha"],
+        "url": f"{state.url}/repos/{repo.full_name}/statuses/{sha}",
+        "avatar_url": creator["avatar_url"],
+        "id": status_id,
+        "node_id": node_id("StatusContext", status_id),
         "state": body["state"],
-        "context": body.get("context") or "default",
         "description": body.get("description"),
         "target_url": body.get("target_url"),
-        "creator": user(request.login, "Bot"),
-        "created_at": datetime.now(UTC).isoformat(),
+        "context": body.get("context") or "default",
+        "created_at": timestamp(),
+        "updated_at": timestamp(),
+        "creator": creator,
+        "sha": sha,
     }
     repo.statuses.append(status)
     return 201, {k: v for k, v in status.items() if k != "sha"}
@@ -197,7 +232,7 @@ def get_commit(state: FakeGitHub, request: Request) -> Answer:
         sha = repo.sha(request.match["sha"])
     except RuntimeError:
         return 422, {"message": f"No commit found for SHA: {request.match['sha']}"}
-    return 200, {"sha": sha, "url": f"{state.url}/repos/{repo.full_name}/commits/{sha}"}
+    return 200, repo.commit_json(sha)
 
 
 def permission(state: FakeGitHub, request: Request) -> Answer:
@@ -208,29 +243,50 @@ def permission(state: FakeGitHub, request: Request) -> Answer:
     if login.startswith("ghost-"):
         return 404, {"message": "Not Found"}
     level = repo.permissions.get(login, "none")  # any existing user; "none" when not a collaborator
-    return 200, {"permission": level, "role_name": level, "user": user(login)}
+    return 200, {
+        "permission": level,
+        "role_name": level,
+        "user": collaborator(login, level, state.url),
+    }
 
 
-def _route(method: str, pattern: str, handler: Handler) -> tuple[str, re.Pattern[str], Handler]:
-    return method, re.compile(pattern), handler
+def _route(method: str, pattern: str, handler: Handler, schema: str | None) -> Route:
+    """One endpoint: its method, path pattern, handler and the REST schema of its 2xx answer.
+
+    ``schema`` names a component of GitHub's REST description (``pull-request``, ``status``...);
+    the server validates every 2xx JSON answer against it.  ``None`` only for answers that are
+    not JSON (raw logs, redirects), with a comment at the route saying so.
+    """
+    return method, re.compile(pattern), handler, schema
 
 
-ROUTES = [
-    _route("POST", r"/app/installations/(?P<id>\d+)/access_tokens", access_token),
-    _route("GET", REPO, get_repo),
-    _route("GET", REPO + r"/pulls", list_pulls),
-    _route("POST", REPO + r"/pulls", create_pull),
-    _route("GET", REPO + r"/pulls/(?P<number>\d+)", get_pull),
-    _route("PATCH", REPO + r"/pulls/(?P<number>\d+)", edit_pull),
-    _route("GET", REPO + r"/pulls/(?P<number>\d+)/files", pull_files),
-    _route("GET", REPO + r"/issues/(?P<number>\d+)/comments", list_comments),
-    _route("POST", REPO + r"/issues/(?P<number>\d+)/comments", create_comment),
-    _route("GET", REPO + r"/issues/comments/(?P<id>\d+)", get_comment),
-    _route("POST", REPO + r"/issues/comments/(?P<id>\d+)/reactions", create_reaction),
-    _route("POST", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", create_status),
-    _route("GET", REPO + r"/commits/(?P<sha>[^/]+)", get_commit),
-    _route("GET", REPO + r"/collaborators/(?P<user>[^/]+)/permission", permission),
-    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)", get_job),
-    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)/logs", job_logs),
-    _route("GET", r"/_blobs/job-logs/(?P<id>\d+)", job_log_blob),
+ROUTES: list[Route] = [
+    _route(
+        "POST", r"/app/installations/(?P<id>\d+)/access_tokens", access_token, "installation-token"
+    ),
+    _route("GET", REPO, get_repo, "full-repository"),
+    _route("GET", REPO + r"/pulls", list_pulls, "pull-request-simple"),
+    _route("POST", REPO + r"/pulls", create_pull, "pull-request"),
+    _route("GET", REPO + r"/pulls/(?P<number>\d+)", get_pull, "pull-request"),
+    _route("PATCH", REPO + r"/pulls/(?P<number>\d+)", edit_pull, "pull-request"),
+    _route("GET", REPO + r"/pulls/(?P<number>\d+)/files", pull_files, "diff-entry"),
+    _route("GET", REPO + r"/issues/(?P<number>\d+)/comments", list_comments, "issue-comment"),
+    _route("POST", REPO + r"/issues/(?P<number>\d+)/comments", create_comment, "issue-comment"),
+    _route("GET", REPO + r"/issues/comments/(?P<id>\d+)", get_comment, "issue-comment"),
+    _route("POST", REPO + r"/issues/comments/(?P<id>\d+)/reactions", create_reaction, "reaction"),
+    _route("POST", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", create_status, "status"),
+    _route("GET", REPO + r"/commits/(?P<sha>[^/]+)", get_commit, "commit"),
+    _route(
+        "GET",
+        REPO + r"/collaborators/(?P<user>[^/]+)/permission",
+        permission,
+        "repository-collaborator-permission",
+    ),
+    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)", get_job, "job"),
+    # A 302 redirect to the log blob, no JSON body (GitHub answers the same way).
+    _route("GET", REPO + r"/actions/jobs/(?P<id>\d+)/logs", job_logs, None),
+    # The log blob itself is plain text, not a REST resource.
+    _route("GET", r"/_blobs/job-logs/(?P<id>\d+)", job_log_blob, None),
 ]
+# Pull request reviews and their line comments (tests/fakes/github_reviews.py).
+ROUTES += REVIEW_ROUTES

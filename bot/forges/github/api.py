@@ -44,6 +44,31 @@ class PullInfo:
     author: str
 
 
+@dataclass(frozen=True)
+class PullState:
+    """One PR as it is now: what the pre-merge contract check reads before and after."""
+
+    number: int
+    url: str
+    state: str  # "open" or "closed"
+    merged: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    author: str
+    author_type: str
+    # Where the head branch lives (None: its repository was deleted), and whether the base
+    # repository's maintainers (the bot among them) may push to it when that is a fork.
+    head_repository: str | None = None
+    maintainer_can_modify: bool = False
+    base_repository: str = ""
+
+    @property
+    def from_fork(self) -> bool:
+        """Whether the head branch lives in another repository than the base."""
+        return (self.head_repository or "").lower() != self.base_repository.lower()
+
+
 def _marker(key: str) -> str:
     return f"<!-- repairbot:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
 
@@ -75,6 +100,10 @@ class GitHubApi:
             max_wait_s=s.github_max_wait_s,
         )
 
+    def read(self, operation: Callable[[], T]) -> T:
+        """Run a read (or an idempotent edit) under the retry policy GitHub asks for."""
+        return self._read(operation)
+
     def repo(self, repository: str) -> Repository:
         """A lazy handle on ``owner/name`` (no request until something is asked of it)."""
         return self.session.api.get_repo(repository)
@@ -84,11 +113,14 @@ class GitHubApi:
         return self._read(self.session.token)
 
     # ----- reading -------------------------------------------------------------------------
-    def open_pulls(self, repository: str, *, limit: int) -> list[PullInfo]:
-        """Open PRs, most recently updated first, at most ``limit``."""
+    def open_pulls(self, repository: str, *, limit: int, base: str | None = None) -> list[PullInfo]:
+        """Open PRs (into ``base`` when given), most recently updated first, at most ``limit``."""
+        into = {"base": base} if base is not None else {}
 
         def fetch() -> list[PullInfo]:
-            pulls = self.repo(repository).get_pulls(state="open", sort="updated", direction="desc")
+            pulls = self.repo(repository).get_pulls(
+                state="open", sort="updated", direction="desc", **into
+            )
             found: list[PullInfo] = []
             for pull in pulls:
                 if len(found) >= limit:
@@ -104,6 +136,28 @@ class GitHubApi:
                     )
                 )
             return found
+
+        return self._read(fetch)
+
+    def pull(self, repository: str, number: int) -> PullState:
+        """PR ``number`` as it is now (``GithubException`` 404 when there is none)."""
+
+        def fetch() -> PullState:
+            pull = self.repo(repository).get_pull(number)
+            return PullState(
+                number=pull.number,
+                url=pull.html_url,
+                state=pull.state,
+                merged=bool(pull.merged),
+                head_ref=pull.head.ref,
+                head_sha=pull.head.sha,
+                base_ref=pull.base.ref,
+                author=pull.user.login,
+                author_type=pull.user.type or "User",
+                head_repository=pull.head.repo.full_name if pull.head.repo else None,
+                maintainer_can_modify=bool(pull.maintainer_can_modify),
+                base_repository=repository,
+            )
 
         return self._read(fetch)
 
@@ -128,11 +182,25 @@ class GitHubApi:
 
     # ----- writing -------------------------------------------------------------------------
     def open_pull(
-        self, repository: str, *, key: str, branch: str, base: str, title: str, body: str
+        self,
+        repository: str,
+        *,
+        key: str,
+        branch: str,
+        base: str,
+        title: str,
+        body: str,
+        head_owner: str | None = None,
     ) -> Written:
         # Called outside any transaction: the outbox commits its own rows.
-        """Open a PR from ``branch`` once per ``key`` (a lost answer finds the PR by its head)."""
-        owner = repository.split("/")[0]
+        """Open a PR from ``branch`` once per ``key`` (a lost answer finds the PR by its head).
+
+        ``head_owner``: the branch lives in that owner's repository of the same network (a PR
+        from a parent into a fork); the PR then does not let the other side's maintainers push
+        to our branch.
+        """
+        owner = head_owner or repository.split("/")[0]
+        head = branch if head_owner is None else f"{head_owner}:{branch}"
 
         def find() -> Written | None:
             def lookup() -> Written | None:
@@ -145,7 +213,11 @@ class GitHubApi:
         def post() -> Written:
             try:
                 pull = self.repo(repository).create_pull(
-                    base=base, head=branch, title=title, body=body, maintainer_can_modify=True
+                    base=base,
+                    head=head,
+                    title=title,
+                    body=body,
+                    maintainer_can_modify=head_owner is None,
                 )
             except GithubException as exc:
                 if exc.status == 422 and "already exists" in str(exc.data):

@@ -95,6 +95,7 @@ class PullRequestEvent:
     base_ref: str
     merge_commit_sha: str | None
     author: str
+    sender: str = ""  # who did it (the one who closed it, for ``closed``)
 
 
 def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
@@ -123,6 +124,7 @@ def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
         base_ref=base_ref,
         merge_commit_sha=_str(pull, "merge_commit_sha"),
         author=_str(pull, "user", "login") or "",
+        sender=_str(payload, "sender", "login") or "",
     )
 
 
@@ -166,3 +168,42 @@ def status_failure(payload: dict[str, Any]) -> CheckFailure | None:
     if not (repository and sha and url):
         return None
     return CheckFailure(repository, sha, url, _str(payload, "context") or "status")
+
+
+@dataclass(frozen=True)
+class PushEvent:
+    """A ``push`` to a branch (or tag) of a repository."""
+
+    repository: str
+    ref: str
+    before: str
+    after: str
+    created: bool
+    deleted: bool
+
+
+def push_event(payload: dict[str, Any]) -> PushEvent | None:
+    """The push, when it has every field we use."""
+    fields = (
+        _str(payload, "repository", "full_name"),
+        _str(payload, "ref"),
+        _str(payload, "before"),
+        _str(payload, "after"),
+    )
+    if None in fields:
+        return None
+    repository, ref, before, after = fields
+    assert repository and ref and before and after
+    return PushEvent(
+        repository=repository,
+        ref=ref,
+        before=before,
+        after=after,
+        created=_get(payload, "created") is True,
+        deleted=_get(payload, "deleted") is True,
+    )
+
+
+def changes_base(payload: dict[str, Any]) -> bool:
+    """Whether an ``edited`` pull_request event changed the PR's base branch."""
+    return isinstance(_get(payload, "changes", "base"), dict)

@@ -97,3 +97,53 @@ def push_branch(
     refspec = f"{'+' if force else ''}{commit}:refs/heads/{branch}"
     _git(mirror, "push", "--quiet", remote_url(settings, repository), refspec, token=token)
     _git(mirror, "update-ref", f"refs/heads/{branch}", commit)
+
+
+class BranchMoved(GitError):
+    """A push refused because the branch is no longer at the commit the bot started from."""
+
+
+class PushRejected(GitError):
+    """A push GitHub refused for another reason (a protected branch, missing permission)."""
+
+
+# git's words for a ref that is not where the push expected it: the lease failed client-side
+# ("stale info"), a plain push would not fast-forward, or the server's compare-and-swap lost a
+# race with another push ("failed to update ref", "cannot lock ref ... but expected ...").
+_MOVED = ("(stale info)", "(fetch first)", "(non-fast-forward)", "failed to update ref")
+
+
+def push_onto(
+    settings: Settings,
+    repository: str,
+    mirror: Path,
+    *,
+    branch: str,
+    commit: str,
+    expected: str,
+    token: str | None,
+) -> None:
+    """Push ``commit`` (a child of ``expected``) to ``branch`` of ``repository`` only while that
+    branch is still at ``expected``: someone's branch is never overwritten.
+
+    The lease makes git refuse the update unless the branch is at ``expected``, even when it
+    moved backwards (a plain push would then fast-forward over the author's rewrite); the
+    update itself is always a fast-forward, so nothing is ever forced. Raises ``BranchMoved``
+    when the branch moved, ``PushRejected`` when GitHub refused otherwise, ``GitError`` when
+    git could not talk to it. The mirror's own refs are left alone (``branch`` may be a fork's).
+    """
+    if not is_github_repository(repository):
+        raise GitError(f"not a GitHub repository name: {repository!r}")
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected}"
+    refspec = f"{commit}:refs/heads/{branch}"
+    try:
+        _git(
+            mirror, "push", "--quiet", lease, remote_url(settings, repository), refspec, token=token
+        )
+    except GitError as exc:
+        message = str(exc)
+        if any(words in message for words in _MOVED):
+            raise BranchMoved(message) from exc
+        if "[rejected]" in message or "[remote rejected]" in message:
+            raise PushRejected(message) from exc
+        raise

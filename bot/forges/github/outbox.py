@@ -9,6 +9,7 @@ are also the content-creation rate, shared by every process on the database.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from bot.config import Settings
 from bot.db.models import GitHubWrite, utcnow
 from bot.db.session import session_scope
 from bot.forges.github import retry
+
+KEY_CHARS = 200  # github_writes.key
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,14 @@ def wait_for_slot(
         sleep(1.0)
 
 
+def stored_key(key: str) -> str:
+    """``key`` as ``github_writes.key`` holds it: itself, or its digest when it would not fit
+    (a long repository name); never a truncation, which could make two writes one."""
+    if len(key) <= KEY_CHARS:
+        return key
+    return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def write_once(
     settings: Settings,
     *,
@@ -103,6 +114,7 @@ def write_once(
     one writer: a second transaction would wait for the caller's forever); a rolled-back caller
     loses the row, so ``look_first`` asks GitHub before posting for writes that can be found.
     """
+    key = stored_key(key)
     with _using(settings, session) as current:
         claimed = _claim(current, key, kind, repository, target)
     if isinstance(claimed, Written):

@@ -124,7 +124,7 @@ def _reserve(settings: Settings, c: Candidate) -> int | Linked:
 
 def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Opened:
     """Commit, push the branch and open the PR of the reserved fix ``fix_id`` (again, for a
-    resumed run: the push is forced and the PR is opened once per key)."""
+    resumed run: the push is forced and the PR is opened once per fix row)."""
     assert c.base_ref is not None, "a GitHub candidate always names its base branch"
     head = commit_all(c.worktree, c.text.commit_message)
     push_branch(
@@ -132,7 +132,9 @@ def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Open
     )
     pull = api.open_pull(
         c.repository,
-        key=f"pull:{c.repository}:{c.key}",
+        # Once per fix row, not per dedupe key: after a human closed our PR for these violations
+        # (and lifted the suppression), the next fix row is a new PR, not the closed one again.
+        key=f"pull:{c.repository}:{c.key}:{fix_id}",
         branch=c.branch,
         base=c.base_ref,
         title=c.text.title,

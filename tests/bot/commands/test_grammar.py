@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands.grammar import CommandError, find_command, parse
+from bot.commands.grammar import CommandError, find_command, parse, prog_of
 from bot.commands.registry import help_text, parser, registry
 from bot.commands.run import run_options
 
@@ -121,3 +121,27 @@ def test_run_options_map_to_the_verification_request():
         "multi_gpu": "only",
         "debug": True,
     }
+
+
+def test_a_command_line_is_found_under_any_of_the_prefixes_asked_for():
+    body = "thanks!\n/repairbotx no\n/repairbot apply-fix\n/bot run"
+    assert find_command(body) == "/bot run"
+    assert find_command(body, ("/bot", "/repairbot")) == "/repairbot apply-fix"
+    assert find_command(body, ("/rb",)) is None
+    assert prog_of("/repairbot", ("/bot", "/repairbot")) == "/repairbot"
+    assert prog_of("/repairbot\tapply-fix", ("/repairbot",)) == "/repairbot"
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "usage"),
+    [
+        ("/bot apply-fix", "invalid choice: 'apply-fix'", "usage: /bot"),
+        ("/repairbot run", "invalid choice: 'run'", "usage: /repairbot"),
+        ("/repairbot apply-fix --force", "unrecognized arguments: --force", "usage: /repairbot"),
+    ],
+)
+def test_each_prefix_has_only_its_own_commands(line, message, usage):
+    with pytest.raises(CommandError) as refused:
+        registry().parse(line)
+    assert message in str(refused.value)
+    assert refused.value.usage.startswith(usage)

@@ -52,14 +52,17 @@ def test_a_new_command_without_a_row_fails(tmp_path):
 
 
 def test_a_row_for_a_command_that_does_not_exist_fails():
-    rows = [*command_rows(registry()), ("`deploy`", "`/bot deploy`", "write", "ship it")]
+    rows = [
+        *command_rows(registry()),
+        ("`deploy`", "`/bot deploy`", "write", "repairbot's PRs", "ship it"),
+    ]
     problems = command_table_problems(render_table(COMMAND_HEADER, rows), registry(), "doc")
     assert problems == ["doc: documents command `deploy`, which is not one"]
 
 
 def test_a_row_with_the_wrong_usage_or_permission_fails():
     rows = command_rows(registry())
-    rows[1] = (rows[1][0], "`/bot kill --now`", "anyone", rows[1][3])
+    rows[1] = (rows[1][0], "`/bot kill --now`", "anyone", *rows[1][3:])
     problems = command_table_problems(render_table(COMMAND_HEADER, rows), registry(), "doc")
     assert len(problems) == 1 and problems[0].startswith("doc: command `kill` reads")
 
@@ -72,7 +75,7 @@ def test_rows_out_of_order_fail():
 
 def test_a_document_without_the_table_fails():
     assert command_table_problems("# nothing\n", registry(), "doc") == [
-        "doc: no `/bot` command table (header command | usage | who | what it does)"
+        "doc: no command table (header command | usage | who | on | what it does)"
     ]
 
 

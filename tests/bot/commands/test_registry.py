@@ -14,6 +14,7 @@ from bot.commands.registry import (
     CommandSpec,
     Permission,
     Registry,
+    Scope,
     discover,
     help_text,
     parser,
@@ -29,7 +30,15 @@ def _reply(ctx, parsed):
 
 
 def test_discovery_finds_every_command_module_in_order():
-    assert registry().names == ("run", "kill", "skip", "reuse-pipeline", "help")
+    assert registry().names == (
+        "run",
+        "kill",
+        "skip",
+        "reuse-pipeline",
+        "apply-fix",
+        "unsuppress",
+        "help",
+    )
     assert discover() is registry() is discover("bot.commands")  # the default package, cached
 
 
@@ -50,6 +59,8 @@ def test_who_may_use_each_command_is_declared_by_its_spec():
         "kill": (Permission.WRITE, True, "accepted"),
         "skip": (Permission.WRITE, True, "accepted"),
         "reuse-pipeline": (Permission.WRITE, True, "accepted"),
+        "apply-fix": (Permission.WRITE, False, "queued"),
+        "unsuppress": (Permission.WRITE, False, "accepted"),
         "help": (Permission.ANYONE, False, "help"),
     }
 
@@ -95,7 +106,16 @@ def test_no_module_imports_the_commands_for_their_side_effects():
 def test_a_new_module_is_discovered_parsed_listed_and_given_help(tmp_path):
     with dropped_in(tmp_path):
         commands = registry()
-        assert commands.names == ("run", "kill", "skip", "reuse-pipeline", "ping", "help")
+        assert commands.names == (
+            "run",
+            "kill",
+            "skip",
+            "reuse-pipeline",
+            "ping",
+            "apply-fix",
+            "unsuppress",
+            "help",
+        )
         assert commands.parse("/bot ping --times 2") == ParsedCommand("ping", {"times": 2})
         assert commands.parse("/bot ping -h") == ParsedCommand("help", help_for="ping")
         assert "{run,kill,skip,reuse-pipeline,ping}" in help_text()
@@ -117,7 +137,15 @@ def test_a_command_constant_that_is_not_a_spec_is_refused(tmp_path):
 
 def test_a_module_without_a_command_constant_is_not_a_command(tmp_path):
     with dropped_in(tmp_path, "HELPER = 1\n", name="shared_helpers"):
-        assert registry().names == ("run", "kill", "skip", "reuse-pipeline", "help")
+        assert registry().names == (
+            "run",
+            "kill",
+            "skip",
+            "reuse-pipeline",
+            "apply-fix",
+            "unsuppress",
+            "help",
+        )
 
 
 @pytest.mark.parametrize(
@@ -148,3 +176,42 @@ def test_a_registry_can_be_built_from_any_specs():
     assert only.parser().format_usage().strip() == "usage: /bot [-h] {deploy} ..."
     assert only.parse("/bot deploy") == ParsedCommand("deploy", {})
     assert "- `/bot deploy`: ship it" in only.help_text()
+
+
+def test_each_scope_has_its_prefix_its_parser_and_its_help():
+    commands = registry()
+    assert [spec.name for spec in commands.in_scope(Scope.ANY_PR)] == [
+        "apply-fix",
+        "unsuppress",
+        "help",
+    ]
+    assert commands.parser(Scope.ANY_PR).format_usage().strip() == (
+        "usage: /repairbot [-h] {apply-fix,unsuppress} ..."
+    )
+    assert commands.parser(Scope.ANY_PR, "/rb").format_usage().startswith("usage: /rb [-h]")
+    assert commands.parse("/rb apply-fix", prefix="/rb") == ParsedCommand("apply-fix", {})
+    assert commands.parse("/repairbot") == ParsedCommand("help")
+    listing = help_text(scope=Scope.ANY_PR)
+    assert "- `/repairbot apply-fix`: " in listing and "/bot run" not in listing
+    assert "`/repairbot help` lists repairbot's own commands" in help_text()
+    assert commands.help_text(scope=Scope.ANY_PR, prefix="/rb").startswith("```\nusage: /rb")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"scopes": ()}, "read nowhere"),
+        ({"scopes": (Scope.ANY_PR,)}, "usage of /repairbot deploy must start with its name"),
+    ],
+)
+def test_a_spec_must_be_read_somewhere_under_its_own_prefix(fields, message):
+    declared = {
+        "name": "deploy",
+        "summary": "s",
+        "usage": "/bot deploy",
+        "permission": Permission.WRITE,
+        "handle": _reply,
+        "configure": no_options,
+    }
+    with pytest.raises(ValueError, match=message):
+        CommandSpec(**{**declared, **fields})

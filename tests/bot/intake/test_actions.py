@@ -148,7 +148,7 @@ def test_invalid_utf8_in_the_log_is_kept_and_classified(actions_settings, github
     with session_scope(actions_settings.resolved_database_url) as session:
         report = session.get_one(CiFailure, reports[0][0])
         assert [f["signature"] for f in report.findings] == ["contract-forward-override"]
-        assert session.get_one(Delivery, report.delivery_id).body == log
+        assert session.get_one(Delivery, report.delivery_id).content() == log
 
 
 @pytest.mark.parametrize(

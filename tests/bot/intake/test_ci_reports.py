@@ -95,7 +95,7 @@ def test_a_new_report_is_stored_with_its_body_and_triage_is_sent_after_the_commi
             "ci_failure",
             None,
         )
-        assert delivery.body == LOG and delivery.outcome == "stored"
+        assert delivery.content() == LOG and delivery.outcome == "stored"
 
 
 @pytest.mark.parametrize(

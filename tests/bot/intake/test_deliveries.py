@@ -61,7 +61,7 @@ def test_a_redelivery_is_a_duplicate_and_sends_nothing_more(queued):
 
 @pytest.mark.parametrize(
     ("event", "outcome", "stored_as"),
-    [("ping", DeliveryOutcome.PONG, "processed"), ("push", DeliveryOutcome.IGNORED, "ignored")],
+    [("ping", DeliveryOutcome.PONG, "processed"), ("star", DeliveryOutcome.IGNORED, "ignored")],
 )
 def test_pings_and_unhandled_events_are_stored_as_done(queued, event, outcome, stored_as):
     recorded, delivery_id = _record(queued, GitHubDelivery("d-3", event, None, b"{}"))

@@ -31,8 +31,18 @@ def test_running_unsandboxed_is_refused_outside_development(tmp_path: Path) -> N
 
 def test_the_data_dir_and_the_app_key_are_hidden(tmp_path: Path) -> None:
     key = tmp_path / "app.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n")
+    (tmp_path / "data").mkdir()
     options = sandbox_options(make_settings(tmp_path / "data", github_private_key_path=key))
     assert options.hidden == ((tmp_path / "data").absolute(), key.absolute())
+
+
+def test_a_path_that_does_not_exist_has_nothing_to_hide(tmp_path: Path) -> None:
+    # bubblewrap cannot make a mount point for it inside a read-only bind (./.repairbot).
+    options = sandbox_options(
+        make_settings(tmp_path / "absent", github_private_key_path=tmp_path / "no.pem")
+    )
+    assert options.hidden == ()
 
 
 def test_verification_refuses_to_run_target_code_without_bwrap(

@@ -156,3 +156,25 @@ def test_writes_are_recorded_for_the_rate_cap(gh_settings, github_api, target):
         rows = session.query(GitHubWrite).all()
     assert [(r.kind, r.remote_id is not None) for r in rows] == [("pull", True)]
     assert git_out(repo.path, "rev-parse", "refs/heads/main") == head
+
+
+def test_a_write_key_too_long_for_its_column_is_stored_as_a_digest(gh_settings, github_api, target):
+    _repo, head = target
+    forge = GitHubForge(gh_settings)
+    _push_fix_branch(gh_settings, forge, head)
+    long_key = f"pull:{REPO}:{'k' * 64}:" + "x" * 200  # a 100-character repository name, say
+    first = forge.open_pull(
+        REPO, key=long_key, branch="repairbot/x/1", base="main", title="[None][fix] t", body="b"
+    )
+    again = forge.open_pull(
+        REPO, key=long_key, branch="repairbot/x/1", base="main", title="[None][fix] t", body="b"
+    )
+    assert again.remote_id == first.remote_id and not again.fresh
+    other = forge.open_pull(  # the same beginning is a different key: never a truncation
+        REPO, key=long_key[:-1] + "y", branch="repairbot/x/1", base="main", title="t", body="b"
+    )
+    assert other.remote_id == first.remote_id  # GitHub refuses a second PR: found by its head
+    with session_scope(gh_settings.resolved_database_url) as session:
+        keys = [w.key for w in session.query(GitHubWrite).order_by(GitHubWrite.id)]
+    assert len(keys) == 2 and all(k.startswith("sha256:") and len(k) == 71 for k in keys)
+    assert [c.status for c in github_api.calls_to("POST", r"/pulls$")] == [201, 422]

@@ -1,0 +1,142 @@
+"""What a PR adds to its base's contract violations: merge, sweep both trees, subtract.
+
+The PR's head is merged onto the current base with ``git merge-tree --write-tree`` (no worktree,
+no index: the merged tree exists only as objects in the mirror). The repository's directory
+(``contract_check_tree``) is moved to the base tree and swept, unless this process swept that
+base tree before, then to the merged tree and swept; both sweeps share the repository's cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.git import git, run_git
+from bot.pipeline.contract_check_blobs import changed_paths
+from bot.pipeline.contract_check_tree import TreeOnDisk, tree_of_repository
+from fixers.introduced import introduced
+from fixers.outcome import FileChange
+from fixers.sweep import Progress, fix_in_memory, run_sweep
+from fixers.violation_types import Violation
+
+# Exit 0 and the tree; exit 1, the tree and the conflicted paths; else git's error on stderr.
+MERGE_TREE = (
+    "merge-tree",
+    "--write-tree",
+    "--name-only",
+    "-z",
+    "--no-messages",
+    "--end-of-options",
+)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """The head does not merge cleanly onto the base."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Unmergeable:
+    """git refused the merge itself (no common history, ...)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class TooManyFiles:
+    """The PR changes more files than a check may sweep."""
+
+    count: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Swept:
+    """The violations the merge adds, and the codemods' changes (on the merged tree) for them."""
+
+    introduced: list[Violation]
+    changes: list[FileChange]
+    base_violations: int
+    files_changed: int
+
+
+Outcome = Conflict | Unmergeable | TooManyFiles | Swept
+
+
+def merge_tree(repo: Path, base: str, head: str) -> str | Conflict | Unmergeable:
+    """The tree of ``head`` merged onto ``base`` (commits of ``repo``), or why there is none."""
+    result = run_git(repo, *MERGE_TREE, base, head)
+    fields = result.stdout.split(b"\0")
+    if result.returncode == 0:
+        return fields[0].decode()
+    if result.returncode == 1 and fields[0]:
+        paths = dict.fromkeys(f.decode("utf-8", "replace") for f in fields[1:] if f)
+        return Conflict(tuple(paths))
+    return Unmergeable(result.stderr.decode("utf-8", "replace").strip() or "git merge-tree failed")
+
+
+def commit_of(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in ``repo``, or None when it names none."""
+    found = git(
+        repo,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        f"{ref}^{{commit}}",
+        check=False,
+    )
+    return found.strip() or None
+
+
+def tree_of(repo: Path, commit: str) -> str:
+    """The tree id of ``commit``."""
+    return git(repo, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").strip()
+
+
+def sweep_pull(
+    repo: Path,
+    base: str,
+    head: str,
+    *,
+    repository: str,
+    trees_dir: Path,
+    max_files: int,
+    progress: Progress | None = None,
+) -> Outcome:
+    """The violations ``head`` merged onto ``base`` adds to ``base``'s (commits of ``repo``).
+
+    ``repository`` (``owner/name``) names the tree on disk under ``trees_dir`` and the cache;
+    ``progress`` is the sweep's, called during each sweep.
+    """
+    merged = merge_tree(repo, base, head)
+    if not isinstance(merged, str):
+        return merged
+    base_tree = tree_of(repo, base)
+    files_changed = len(changed_paths(repo, base_tree, merged))
+    if files_changed > max_files:
+        return TooManyFiles(files_changed, max_files)
+    with tree_of_repository(trees_dir, repository) as on_disk:
+        return _sweep_both(repo, on_disk, base_tree, merged, files_changed, progress)
+
+
+def _sweep_both(
+    repo: Path,
+    on_disk: TreeOnDisk,
+    base_tree: str,
+    merged_tree: str,
+    files_changed: int,
+    progress: Progress | None,
+) -> Swept:
+    before = on_disk.state.base_result(base_tree)
+    if before is None:
+        on_disk.move_to(repo, base_tree)
+        before = run_sweep(on_disk.root, cache=on_disk.cache, progress=progress).report.violations
+        on_disk.state.remember_base(base_tree, before)
+    on_disk.move_to(repo, merged_tree)
+    after = run_sweep(on_disk.root, cache=on_disk.cache, progress=progress)
+    added = introduced(before, after.report.violations)
+    changes = fix_in_memory(on_disk.root, after, added).changes if added else []
+    return Swept(added, changes, len(before), files_changed)

@@ -1,0 +1,63 @@
+"""Before a fix is published: does a human decision hold these violations back?
+
+A suppression (``bot.db.suppressions``) holds one dedupe key in one repository: our fix PR for
+it was closed unmerged, or our merged fix for it was reverted. A run that reaches publishing
+with our *merged* fix's key again means the base branch has those violations back (the base
+check before publishing found them there): that is a revert, recorded as a suppression on the
+spot, so a reverted fix is never re-applied automatically.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.db.models import RepairRun, RunState, Suppression, SuppressionReason
+from bot.db.session import session_scope
+from bot.db.suppressions import active_suppression, merged_fix_with_key, suppress
+from bot.forges.base import Candidate
+from bot.pipeline.run_state import Stop
+
+REVERT_AUTHOR = "a revert on the base branch"
+
+
+def describe(row: Suppression) -> str:
+    """The run's reason and the dashboard's line: who decided, when, and how to lift it."""
+    when = row.created_at.strftime("%Y-%m-%d %H:%M UTC")
+    if row.reason == SuppressionReason.REVERTED.value:
+        what = f"suppressed: fix #{row.fix_id} was merged, then reverted ({when})"
+    else:
+        what = f"suppressed by {row.decided_by}: fix #{row.fix_id} was closed unmerged ({when})"
+    return f"{what}; no PR is opened for these violations until a maintainer lifts it"
+
+
+def _held(session: Session, candidate: Candidate) -> Suppression | None:
+    row = active_suppression(session, repository=candidate.repository, dedupe_key=candidate.key)
+    if row is not None:
+        return row
+    merged = merged_fix_with_key(session, repository=candidate.repository, dedupe_key=candidate.key)
+    if merged is None:
+        return None
+    return suppress(
+        session,
+        repository=candidate.repository,
+        dedupe_key=candidate.key,
+        reason=SuppressionReason.REVERTED,
+        decided_by=REVERT_AUTHOR,
+        fix_id=merged.id,
+        detail=(
+            f"fix #{merged.id} ({merged.url or merged.branch}) merged; its violations are back "
+            f"on {candidate.base_ref or 'the base'} at {candidate.base_sha[:12]}"
+        ),
+    )
+
+
+def held_back(settings: Settings, run_id: int, candidate: Candidate) -> Stop | None:
+    """The run's end when a suppression holds its violations (counted on the row), else None."""
+    with session_scope(settings.resolved_database_url) as session:
+        row = _held(session, candidate)
+        if row is None:
+            return None
+        row.held_runs += 1
+        session.get_one(RepairRun, run_id).fix_id = row.fix_id
+        return Stop(RunState.SUPPRESSED, describe(row))

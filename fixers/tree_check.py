@@ -1,0 +1,126 @@
+"""A working tree against its base: the violations it adds, and fixes for just those.
+
+Both trees are swept with the working tree's rules: its contracts (built in, configured and
+inferred) and its ``.repairbot.toml``. A contract that only the working tree declares therefore
+applies to the base too, and the violations it finds there count as existing, not introduced.
+The two sweeps share every cache keyed by content, so a file the change left alone is parsed
+once; the cache keyed by path and mtime stays per tree, since a base file and a working-tree file
+may share a path, a size and an mtime and still differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fixers.base_tree import without_hook_env
+from fixers.contracts import CONFIG_FILE
+from fixers.import_check import DEFAULT_PRELOAD, check_imports, imported_of
+from fixers.index import IndexCache
+from fixers.introduced import introduced
+from fixers.outcome import FixResult, Skip, SweepResult
+from fixers.repo_paths import FileRefused, read_repo_file
+from fixers.sandbox import STRICT, SandboxOptions
+from fixers.sweep import SweepState, attach_imports, fix_in_memory, run_sweep, write_changes
+from fixers.violation_types import Violation
+
+# The files whose settings a sweep reads at the top of the tree (python floor, excludes).
+RULE_FILES = (CONFIG_FILE, "pyproject.toml")
+
+
+@dataclass
+class TreeCheck:
+    """One comparison: the working tree's sweep, the base's, and what the working tree adds."""
+
+    head: SweepState
+    base: SweepResult
+    introduced: list[Violation]
+
+    @property
+    def existing(self) -> int:
+        """How many of the working tree's violations the base already has."""
+        return len(self.head.report.violations) - len(self.introduced)
+
+    def new_skips(self) -> list[Skip]:
+        """Files the working-tree sweep could not read that the base sweep could."""
+        known = {skip.path for skip in self.base.skips}
+        return [skip for skip in self.head.report.skips if skip.path not in known]
+
+
+@dataclass
+class FixOutcome:
+    """What ``fix_introduced`` wrote, what it left alone, and the check after writing."""
+
+    result: FixResult
+    written: list[str]
+    after: TreeCheck
+    not_written: list[Skip] = field(default_factory=list)
+
+
+def content_cache(cache: IndexCache) -> IndexCache:
+    """A cache for another tree sharing ``cache``'s results by content, not its path stats."""
+    return IndexCache(
+        stats={}, names=cache.names, facts=cache.facts, inferred=cache.inferred, trees=cache.trees
+    )
+
+
+def copy_rules(root: Path, base_root: Path) -> None:
+    """Give ``base_root`` the working tree's rule files (and none of its own)."""
+    for name in RULE_FILES:
+        target = base_root / name
+        target.unlink(missing_ok=True)
+        try:
+            data = read_repo_file(root, name)
+        except (OSError, FileRefused):
+            continue  # absent (or unusable, which the working tree's sweep reports)
+        target.write_bytes(data)
+
+
+def check_tree(root: Path, base_root: Path, cache: IndexCache | None = None) -> TreeCheck:
+    """Sweep ``root`` and ``base_root`` (a materialised base, see ``fixers.base_tree``) with
+    ``root``'s rules; the violations ``root`` adds.
+
+    ``base_root``'s rule files are replaced by ``root``'s. The base sweep runs without a git
+    hook's environment (``without_hook_env``), so it is for single-threaded callers.
+    """
+    cache = cache if cache is not None else IndexCache()
+    head = run_sweep(root, cache=cache)
+    copy_rules(root, base_root)
+    with without_hook_env():
+        base = run_sweep(base_root, head.report.contracts, cache=content_cache(cache)).report
+    return TreeCheck(head, base, introduced(base.violations, head.report.violations))
+
+
+def recheck(root: Path, before: TreeCheck, cache: IndexCache) -> TreeCheck:
+    """Sweep ``root`` again with the contracts of ``before`` against the same base."""
+    head = run_sweep(root, before.head.report.contracts, cache=cache)
+    return TreeCheck(head, before.base, introduced(before.base.violations, head.report.violations))
+
+
+def fix_introduced(
+    root: Path,
+    check: TreeCheck,
+    cache: IndexCache,
+    *,
+    imports: bool = False,
+    sandbox: SandboxOptions = STRICT,
+    preload: Sequence[str] = DEFAULT_PRELOAD,
+) -> FixOutcome:
+    """Apply the codemods for ``check.introduced`` only, write what holds, and check again.
+
+    Codemods plan edits in the violation's own file, so a file whose violations are all on the
+    base is never touched. ``imports`` runs the import check of each changed module in the
+    sandbox ``sandbox`` describes (target code never runs outside it).
+    """
+    result = fix_in_memory(root, check.head, check.introduced)
+    if imports and result.changes:
+        # As ``fixers.sweep.fix``: preload only what the files read import, the rest on demand.
+        imported = {t for facts in check.head.index.facts.values() for _, t in facts.bindings}
+        now = imported_of(preload, imported)
+        later = [name for name in preload if name not in now]
+        answers = check_imports(root, result.changes, sandbox=sandbox, preload=now, later=later)
+        attach_imports(result.changes, answers)
+    skipped = len(result.skips)
+    written = write_changes(root, result)
+    return FixOutcome(result, written, recheck(root, check, cache), result.skips[skipped:])

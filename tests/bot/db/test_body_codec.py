@@ -1,0 +1,79 @@
+"""``bot.db.body_codec`` and the stored deliveries: large bodies are kept compressed and read back
+byte for byte on SQLite and PostgreSQL; small, incompressible and hostile bodies stay raw; a
+stored body that does not decode is an error, never other bytes."""
+
+from __future__ import annotations
+
+import os
+
+import lz4.frame
+import pytest
+from sqlalchemy import select
+
+from bot.db.body_codec import (
+    COMPRESS_FROM_BYTES,
+    LZ4,
+    RAW,
+    BodyCodecError,
+    decode_body,
+    encode_body,
+)
+from bot.db.crud import NewDelivery, insert_deliveries
+from bot.db.models import Delivery
+from bot.db.session import session_scope
+
+LOG = b"".join(f"[10:{i % 60:02d}] building layer {i}\n".encode() for i in range(40_000))
+
+
+def test_a_large_log_is_stored_compressed_and_decodes_to_itself() -> None:
+    stored, codec = encode_body(LOG)
+    assert codec == LZ4 and len(stored) < len(LOG) // 2
+    assert decode_body(stored, codec) == LOG
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"x" * (COMPRESS_FROM_BYTES - 1),  # small: not worth a codec
+        os.urandom(2 * COMPRESS_FROM_BYTES),  # incompressible: kept as sent
+        lz4.frame.compress(os.urandom(100_000)),  # an LZ4 frame upload is a body like any other
+    ],
+    ids=["empty", "small", "random", "lz4-frame-uploaded"],
+)
+def test_other_bodies_stay_raw(body: bytes) -> None:
+    stored, codec = encode_body(body)
+    assert (stored, codec) == (body, RAW)
+    assert decode_body(stored, codec) == body
+
+
+def test_a_body_that_is_itself_an_lz4_frame_comes_back_as_sent() -> None:
+    uploaded = lz4.frame.compress(LOG)  # compressible again: stored as a frame of a frame
+    stored, codec = encode_body(uploaded)
+    assert decode_body(stored, codec) == uploaded != LOG
+
+
+def test_what_does_not_decode_is_an_error() -> None:
+    with pytest.raises(BodyCodecError, match="does not decode as LZ4"):
+        decode_body(b"not a frame", LZ4)
+    with pytest.raises(BodyCodecError, match="unknown body codec 'zstd'"):
+        decode_body(b"", "zstd")
+
+
+def test_deliveries_round_trip_through_the_database(settings) -> None:
+    url = settings.resolved_database_url
+    bodies = {"big": LOG, "small": b'{"zen": "ok"}', "random": os.urandom(200_000)}
+    with session_scope(url) as session:
+        insert_deliveries(
+            session,
+            [NewDelivery("ci", key, "ci_failure", None, body) for key, body in bodies.items()],
+        )
+    with session_scope(url) as session:
+        rows = {d.key: d for d in session.scalars(select(Delivery))}
+        assert {key: rows[key].body_codec for key in bodies} == {
+            "big": LZ4,
+            "small": RAW,
+            "random": RAW,
+        }
+        assert len(rows["big"].body) < len(LOG) // 2
+        assert {key: rows[key].content() for key in bodies} == bodies

@@ -1,0 +1,118 @@
+"""A working tree against its base, in real git repositories: introduced, existing, fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixers.base_tree import materialised, work_tree
+from fixers.index import IndexCache
+from fixers.tree_check import TreeCheck, check_tree, fix_introduced
+from tests.fixers.git_repos import BAD, GOOD, commit_all, git, worker_repo, write
+
+
+def _check(repo: Path, cache: IndexCache | None = None) -> TreeCheck:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    with materialised(work_tree(repo), head) as base_root:
+        return check_tree(repo, base_root, cache)
+
+
+def _names(check: TreeCheck) -> list[str]:
+    return [v.class_qualname.rsplit(".", 1)[-1] for v in check.introduced]
+
+
+def test_a_new_override_is_introduced_and_the_old_one_is_existing(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    write(repo, "pkg/new.py", BAD.format(name="NewWorker"))
+    git(repo, "add", "pkg/new.py")
+    check = _check(repo)
+    assert _names(check) == ["NewWorker"]
+    assert check.existing == 1
+    assert [v.class_qualname for v in check.base.violations] == ["pkg.old.OldWorker"]
+
+
+def test_an_old_violation_that_moved_is_not_introduced(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    old = repo / "pkg" / "old.py"
+    old.write_text("# a comment\n" * 20 + old.read_text())
+    check = _check(repo)
+    assert check.introduced == [] and check.existing == 1
+
+
+def test_a_contract_new_in_the_working_tree_applies_to_the_base_too(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    write(
+        repo,
+        "pkg/runner.py",
+        "class RunnerBase:\n    def run(self):\n        return self._run_impl()\n\n\n"
+        "class OldRunner(RunnerBase):\n    def run(self):\n        return 1\n",
+    )
+    commit_all(repo, "a runner with an old override")
+    write(
+        repo,
+        ".repairbot.toml",
+        '[[contract]]\nbase = "RunnerBase"\nforbidden = "run"\nhook = "_run_impl"\n',
+    )
+    check = _check(repo)
+    assert {c.base for c in check.head.report.contracts} == {"SpecWorkerBase", "RunnerBase"}
+    assert check.introduced == []
+    assert check.existing == 2  # OldWorker, and OldRunner under the brand-new contract
+
+
+def test_a_package_at_the_top_keeps_its_module_names(tmp_path: Path) -> None:
+    # The top's own name becomes a module prefix: the base's copy must have the same one.
+    repo = worker_repo(tmp_path / "toppkg")
+    write(repo, "__init__.py", "")
+    commit_all(repo, "the top is a package")
+    check = _check(repo)
+    assert [v.class_qualname for v in check.base.violations] == ["toppkg.pkg.old.OldWorker"]
+    assert check.introduced == []
+
+
+def test_unchanged_files_are_parsed_once(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    write(repo, "pkg/new.py", BAD.format(name="NewWorker"))
+    git(repo, "add", "pkg/new.py")
+    cache = IndexCache()
+    check = _check(repo, cache)
+    assert check.head.report.files_parsed == 4  # base, good, old, new
+    assert check.base.files_parsed == 0  # every base file has a working-tree twin
+    assert cache.stats and all(rel in check.head.index.files for rel in cache.stats)
+
+
+def test_a_file_that_does_not_parse_is_a_new_skip(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    write(repo, "pkg/broken.py", "from pkg.base import SpecWorkerBase\nclass (:\n")
+    git(repo, "add", "pkg/broken.py")
+    check = _check(repo)
+    assert check.introduced == []
+    assert [s.path for s in check.new_skips()] == ["pkg/broken.py"]
+
+
+def test_fix_changes_only_files_with_an_introduced_violation(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    old_bytes = (repo / "pkg" / "old.py").read_bytes()
+    write(repo, "pkg/new.py", BAD.format(name="NewWorker"))
+    git(repo, "add", "pkg/new.py")
+    cache = IndexCache()
+    outcome = fix_introduced(repo, _check(repo, cache), cache)
+    assert outcome.written == ["pkg/new.py"]
+    assert (repo / "pkg" / "new.py").read_text() == GOOD.format(name="NewWorker")
+    assert (repo / "pkg" / "old.py").read_bytes() == old_bytes
+    assert outcome.after.introduced == [] and outcome.after.existing == 1
+
+
+def test_fix_leaves_what_needs_a_human(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo", old_violation=False)
+    write(
+        repo,
+        "pkg/half.py",
+        "from pkg.base import SpecWorkerBase\n\n\nclass HalfWorker(SpecWorkerBase):\n    pass\n",
+    )
+    git(repo, "add", "pkg/half.py")
+    cache = IndexCache()
+    check = _check(repo, cache)
+    assert [(v.kind, v.fix) for v in check.introduced] == [("missing-hook", None)]
+    outcome = fix_introduced(repo, check, cache)
+    assert outcome.written == []
+    assert _names(outcome.after) == ["HalfWorker"]
+    assert any(s.class_qualname == "pkg.half.HalfWorker" for s in outcome.result.skips)
