@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import select
 import shutil
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fixers.fd_wait import readable, writable
 from fixers.outcome import FileChange, ImportStatus
 from fixers.sandbox import (
     GIB,
@@ -84,7 +84,7 @@ class ImportServer:
         remaining = deadline - time.monotonic()
         if self.answers < 0 or remaining <= 0:
             return None
-        ready, _, _ = select.select([self.answers], [], [], remaining)
+        ready = readable([self.answers], remaining)
         chunk = os.read(self.answers, 1 << 16) if ready else b""
         self._received += len(chunk)
         if not chunk or self._received > ANSWERS_LIMIT:
@@ -254,8 +254,7 @@ def _send_request(running: Running, data: bytes, deadline: float) -> str:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timed out before the import server read its request"
-            _, writable, _ = select.select([], [fd], [], remaining)
-            if writable:
+            if writable(fd, remaining):
                 with contextlib.suppress(BlockingIOError):
                     data = data[os.write(fd, data) :]
     except OSError as exc:  # the server is already gone

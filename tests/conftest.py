@@ -69,7 +69,12 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path):
     upgrade(built.resolved_database_url)
     if request.param == "postgresql":
         _truncate(built.resolved_database_url)
-    return built
+    yield built
+    # Each SQLite test has its own URL, so its engine (cached per URL) would keep its pooled
+    # connections, three descriptors each, for the whole session.
+    from bot.db.session import engine_for
+
+    engine_for(built.resolved_database_url).dispose()
 
 
 @pytest.fixture
