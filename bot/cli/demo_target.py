@@ -13,20 +13,13 @@ from typing import Any
 
 import httpx
 
+from bot.db.models import TERMINAL_STATES, RunState
 from bot.git import commit_all, git
 from fixers.sandbox import STRICT, Limits, SandboxOptions, run_isolated
 
 LEGACY_FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "legacy_workers"
-TERMINAL = {
-    "pr_opened",
-    "verified",
-    "failed",
-    "no_fix_needed",
-    "duplicate",
-    "suppressed",
-    "unclassified",
-    "error",
-}
+# A run waited on is done once its repair ended; ``verifying`` goes on to its verdict.
+TERMINAL = {state.value for state in TERMINAL_STATES if state is not RunState.VERIFYING}
 
 
 @dataclass(frozen=True)

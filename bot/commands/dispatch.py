@@ -33,7 +33,7 @@ from bot.commands.registry import (
 )
 from bot.config import Settings
 from bot.db.models import CommandInvocation, Fix, FixState
-from bot.forges.github.events import CommentEvent
+from bot.forges.github.events import CommentEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
 
 WRITERS = frozenset({"admin", "write", "maintain"})
@@ -53,12 +53,7 @@ class Decision:
 
 def is_bot(settings: Settings, event: CommentEvent) -> bool:
     """Whether the comment comes from a bot account or from us."""
-    login = event.login.lower()
-    return (
-        event.user_type.lower() == "bot"
-        or login.endswith("[bot]")
-        or login == settings.github_bot_login.lower()
-    )
+    return is_bot_account(settings, event.login, event.user_type)
 
 
 def authorised(settings: Settings, forge: GitHubForge, event: CommentEvent) -> str | None:

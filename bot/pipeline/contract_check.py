@@ -23,6 +23,7 @@ from github import GithubException
 from bot.config import Settings
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi, PullState
+from bot.forges.github.events import is_bot_account
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.retry import RateLimited
 from bot.forges.github.reviews import sync_contract_review
@@ -43,16 +44,6 @@ def contract_check(self: RepairbotTask, repository: str, number: int) -> str:
         return check_pull(self.settings, GitHubApi(self.settings), repository, number)
     except (RateLimited, httpx.TransportError) as exc:
         raise TransientError(f"contract check of {repository}#{number}: {exc}") from exc
-
-
-def is_bot_author(settings: Settings, login: str, user_type: str) -> bool:
-    """Whether a PR's author is a bot or us (our fix PRs have their own pipeline)."""
-    login = login.lower()
-    return (
-        user_type.lower() == "bot"
-        or login.endswith("[bot]")
-        or login == settings.github_bot_login.lower()
-    )
 
 
 def _head_text(mirror: Path, head: str) -> Callable[[str], str | None]:
@@ -110,7 +101,7 @@ def check_pull(
     pull = _read_pull(api, repository, number)
     if isinstance(pull, str):
         return _skip(settings, repository, number, "", "", pull)
-    if is_bot_author(settings, pull.author, pull.author_type):
+    if is_bot_account(settings, pull.author, pull.author_type):  # our fixes: own pipeline
         return f"#{number} is by {pull.author}: not checked"
     try:
         mirror = sync_mirror(settings, repository, api.token())

@@ -19,11 +19,10 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
-from bot.forges.github.events import PullRequestEvent, PushEvent
+from bot.forges.github.events import PullRequestEvent, PushEvent, is_bot_account
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.retry import RateLimited
 from bot.git import GitError
-from bot.pipeline.contract_check import is_bot_author
 from bot.pipeline.contract_check_blobs import changed_paths, is_swept
 from bot.pipeline.contract_check_sweep import commit_of, tree_of
 from bot.pipeline.contract_check_tree import TreeOnDisk, tree_of_repository
@@ -49,7 +48,7 @@ def on_pull_request(
         return "contract checks are off (REPAIRBOT_CONTRACT_CHECK)"
     if event.action not in CHECKED_ACTIONS and not (event.action == "edited" and base_changed):
         return f"{event.action}: no contract check needed"
-    if is_bot_author(settings, event.author, "User") or our_fix(session, event) is not None:
+    if is_bot_account(settings, event.author) or our_fix(session, event) is not None:
         return f"#{event.number} is one of ours: its own pipeline checks it"
     enqueue_after_commit(session, task_names.CONTRACT_CHECK, event.repository, event.number)
     return f"contract check of #{event.number} queued"
@@ -123,7 +122,7 @@ def recheck(
     pulls = [
         p
         for p in api.open_pulls(repository, limit=cap + COUNTED_BEYOND_CAP, base=branch)
-        if not is_bot_author(settings, p.author, "User")
+        if not is_bot_account(settings, p.author)
     ]
     if not pulls:
         return f"no open PR into {branch}: nothing to re-check"

@@ -14,7 +14,7 @@ from bot.config import Settings
 from bot.db.models import Fix, FixState, SuppressionReason, utcnow
 from bot.db.rows import contract_of
 from bot.db.suppressions import lift_suppressions, suppress
-from bot.forges.github.events import PullRequestEvent
+from bot.forges.github.events import PullRequestEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.publish import remaining_violations
@@ -43,19 +43,13 @@ def remember_closed(session: Session, fix: Fix, login: str) -> None:
     fix.state_reason = f"closed unmerged by {row.decided_by}: its violations are suppressed"
 
 
-def is_bot_login(settings: Settings, login: str) -> bool:
-    """Whether ``login`` is us or another bot (their closes are not human decisions)."""
-    lowered = login.lower()
-    return lowered.endswith("[bot]") or lowered == settings.github_bot_login.lower()
-
-
 def track_ours(session: Session, settings: Settings, fix: Fix, event: PullRequestEvent) -> str:
     """Mirror our PR's state: merged, closed, reopened, or a new head pushed by someone."""
     if event.action == "closed" and fix.state == FixState.OPEN.value:
         fix.state = FixState.MERGED.value if event.merged else FixState.CLOSED.value
         fix.state_reason = "merged on GitHub" if event.merged else "closed on GitHub"
         fix.closed_at = utcnow()
-        if not event.merged and not is_bot_login(settings, event.sender):
+        if not event.merged and not is_bot_account(settings, event.sender):
             remember_closed(session, fix, event.sender)
     elif event.action == "reopened" and fix.state in (FixState.CLOSED.value,):
         try:

@@ -12,10 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from bot.intake.webhook_auth import sign
 from tests import held_repair
 from tests.conftest import CI_TOKEN, SECRET
 
@@ -89,6 +91,21 @@ class Service:
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30)
+
+    def webhook(self, event: str, payload: dict[str, Any], delivery: str) -> None:
+        """Deliver ``payload`` as GitHub would: signed with the test secret, raising on refusal."""
+        body = json.dumps(payload).encode()
+        httpx.post(
+            f"{self.url}/webhooks/github",
+            content=body,
+            timeout=30,
+            headers={
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": delivery,
+                "Content-Type": "application/json",
+                "X-Hub-Signature-256": sign(SECRET.encode(), body),
+            },
+        ).raise_for_status()
 
     def logs(self) -> str:
         return "\n".join(

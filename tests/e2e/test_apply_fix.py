@@ -5,16 +5,12 @@ a same-repository PR gets one commit, and a reader gets a refusal."""
 
 from __future__ import annotations
 
-import json
 import time
 
-import httpx
 import pytest
 
 from bot.cli.demo_target import build_target
-from bot.intake.webhook_auth import sign
 from fixers.sweep import sweep
-from tests.conftest import SECRET
 from tests.fakes.github_api import BOT_LOGIN, TOKEN
 from tests.fakes.github_forks import branch_log, fork, open_fork_pull
 from tests.fakes.github_git import git_out
@@ -42,18 +38,7 @@ def service(make_service, github_api, tmp_path):
 
 def _comment(service, github_api, number: int, text: str, login: str) -> None:
     payload = github_api.comment_event(REPO, number, text, login=login)
-    body = json.dumps(payload).encode()
-    httpx.post(
-        f"{service.url}/webhooks/github",
-        content=body,
-        timeout=30,
-        headers={
-            "X-GitHub-Event": "issue_comment",
-            "X-GitHub-Delivery": f"apply-{payload['comment']['id']}",
-            "Content-Type": "application/json",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-        },
-    ).raise_for_status()
+    service.webhook("issue_comment", payload, f"apply-{payload['comment']['id']}")
 
 
 def _reply(github_api, number: int, login: str, service, timeout_s: float = 240) -> str:

@@ -10,17 +10,12 @@ nothing.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from typing import Any
 
-import httpx
 import pytest
 
-from bot.intake.webhook_auth import sign
 from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo, worker
-from tests.conftest import SECRET
 from tests.fakes.github_api import TOKEN
 from tests.fakes.github_reviews import reviews_of
 from tests.fakes.github_suggestions import apply_suggestions
@@ -47,21 +42,6 @@ def story(make_service, github_api, tmp_path):
     return service, pre
 
 
-def _webhook(service, event: str, payload: dict[str, Any], delivery: str) -> None:
-    body = json.dumps(payload).encode()
-    httpx.post(
-        f"{service.url}/webhooks/github",
-        content=body,
-        timeout=30,
-        headers={
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "Content-Type": "application/json",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-        },
-    ).raise_for_status()
-
-
 def _wait(predicate: Callable[[], bool], service, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -80,7 +60,7 @@ def _states(github_api, sha: str) -> list[str]:
 def _open(github_api, service, pre: str, branch: str, files: dict[str, str | None]) -> int:
     head = commit(github_api.repos[REPO].path, branch, files, parent=pre, message=branch)
     number = github_api.open_pull(REPO, head=branch, title=f"[None][feat] {branch}")
-    _webhook(service, "pull_request", github_api.pull_request_event(REPO, number, "opened"), branch)
+    service.webhook("pull_request", github_api.pull_request_event(REPO, number, "opened"), branch)
     _wait(lambda: _states(github_api, head) == ["success"], service)
     return number
 
@@ -121,7 +101,7 @@ def test_the_contract_lands_and_only_the_violating_pr_fails_until_its_suggestion
         "repository": github_api.repos[REPO].json(github_api.url),
         "sender": {"login": "maintainer", "type": "User"},
     }
-    _webhook(service, "push", push, "push-contract")
+    service.webhook("push", push, "push-contract")
 
     _wait(lambda: _states(github_api, bad_head) == ["success", "failure"], service)
     for number in (docs, util):
@@ -144,14 +124,14 @@ def test_the_contract_lands_and_only_the_violating_pr_fails_until_its_suggestion
     # The author commits the review's suggestions as GitHub's button does, and pushes.
     fixed_head = apply_suggestions(github_api, REPO, ngram)
     sync = github_api.pull_request_event(REPO, ngram, "synchronize")
-    _webhook(service, "pull_request", sync, "sync-1")
+    service.webhook("pull_request", sync, "sync-1")
     _wait(lambda: _states(github_api, fixed_head) == ["success"], service)
     assert len(reviews_of(github_api, REPO, ngram)) == 1  # resolved in place, never a second
     statuses, review_writes = len(github_api.repos[REPO].statuses), _review_writes(github_api)
 
     # A second synchronize for the same head (nothing pushed) posts nothing new. A PR opened
     # after it is checked after it (one worker, in order): its status proves ours was done.
-    _webhook(service, "pull_request", sync, "sync-2")
+    service.webhook("pull_request", sync, "sync-2")
     _open(github_api, service, landed, "later", {"README.md": "# spec\n\nLater.\n"})
     assert len(github_api.repos[REPO].statuses) == statuses + 1  # only the later PR's
     assert _review_writes(github_api) == review_writes

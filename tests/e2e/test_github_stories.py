@@ -3,17 +3,14 @@ fake GitHub over HTTP, with real git pushes into its bare repositories."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 
-import httpx
 import pytest
 
 from bot.cli.demo_target import build_target, run_tests, wait_for_runs, wait_for_verification
 from bot.git import commit_all, fresh_worktree, git
-from bot.intake.webhook_auth import sign
 from fixers.sweep import fix, write_changes
-from tests.conftest import CI_TOKEN, SECRET
+from tests.conftest import CI_TOKEN
 from tests.fakes.github_api import TOKEN
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -64,21 +61,6 @@ def _post(client, failing, build: int):
     return answer.json()
 
 
-def _webhook(service, event: str, payload: dict, delivery: str) -> None:
-    body = json.dumps(payload).encode()
-    httpx.post(
-        f"{service.url}/webhooks/github",
-        content=body,
-        timeout=30,
-        headers={
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "Content-Type": "application/json",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-        },
-    ).raise_for_status()
-
-
 def _wait(predicate, service, timeout_s=120):
     import time
 
@@ -122,7 +104,7 @@ def test_one_pr_fixes_both_and_a_merged_human_pr_supersedes_it(
     git(human, "push", "--quiet", "origin", "HEAD:refs/heads/alice/spec-fix")
     number = github_api.open_pull(REPO, head="alice/spec-fix", title="[None][fix] rename")
     github_api.merge_pull(REPO, number)
-    _webhook(service, "pull_request", github_api.pull_request_event(REPO, number, "closed"), "pr-1")
+    service.webhook("pull_request", github_api.pull_request_event(REPO, number, "closed"), "pr-1")
     ours = pull["number"]
     _wait(lambda: github_api.repos[REPO].pulls[ours]["state"] == "closed", service)
     comments = [c["body"] for c in github_api.repos[REPO].comments[ours]]

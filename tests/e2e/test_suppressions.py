@@ -16,7 +16,7 @@ from bot.cli.demo_target import wait_for_runs
 from bot.db.models import Suppression
 from bot.db.session import session_scope
 from bot.git import git
-from tests.e2e.test_github_stories import REPO, _post, _wait, _webhook, failing, service
+from tests.e2e.test_github_stories import REPO, _post, _wait, failing, service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 __all__ = ["failing", "service"]  # the fixtures, shared with the GitHub stories
@@ -47,7 +47,7 @@ def test_a_fix_closed_by_a_human_holds_its_violations(service, github_api, faili
         assert [r["state"] for r in first["runs"]] == ["pr_opened"], service.logs()
         [fix] = client.get("/api/v1/fixes").json()
     payload = _closed_by(github_api, fix["number"], "carol", merged=False)
-    _webhook(service, "pull_request", payload, "close-1")
+    service.webhook("pull_request", payload, "close-1")
     _wait(lambda: [s.decided_by for s in _suppressions(service)] == ["carol"], service)
 
     with service.client() as client:
@@ -75,7 +75,7 @@ def test_a_fix_closed_by_a_human_holds_its_violations(service, github_api, faili
         comment = github_api.comment_event(
             REPO, fix["number"], "/repairbot unsuppress", login=login
         )
-        _webhook(service, "issue_comment", comment, delivery)
+        service.webhook("issue_comment", comment, delivery)
 
     def replies() -> list[str]:
         return [c["body"] for c in github_api.repos[REPO].comments[fix["number"]]]
@@ -101,7 +101,7 @@ def test_a_reverted_fix_is_not_applied_again(service, github_api, failing, tmp_p
         wait_for_runs(client, _post(client, failing, 1)["url"], timeout_s=180)
         [fix] = client.get("/api/v1/fixes").json()
     merged = _closed_by(github_api, fix["number"], "maintainer", merged=True)
-    _webhook(service, "pull_request", merged, "merge-1")
+    service.webhook("pull_request", merged, "merge-1")
     with service.client() as client:
         _wait(lambda: client.get(f"/api/v1/fixes/{fix['id']}").json()["state"] == "merged", service)
 

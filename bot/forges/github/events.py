@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from bot.config import Settings
+
 
 class PayloadError(ValueError):
     """A stored delivery body that is not a GitHub payload."""
@@ -28,6 +30,17 @@ def load_payload(body: bytes) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise PayloadError("payload is not a JSON object")
     return payload
+
+
+def is_bot_account(settings: Settings, login: str, user_type: str = "") -> bool:
+    """Whether ``login`` (of ``user_type``, when the payload says) is a bot account or us: what
+    a bot does is never a human's command, decision or PR to check."""
+    lowered = login.lower()
+    return (
+        user_type.lower() == "bot"
+        or lowered.endswith("[bot]")
+        or lowered == settings.github_bot_login.lower()
+    )
 
 
 def _get(data: Any, *path: str) -> Any:
