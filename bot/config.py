@@ -144,6 +144,12 @@ class Settings(BaseSettings):
             "TensorRT-LLM's CI grammar, read on repairbot's fix PRs only"
         ),
     )
+    opt_out_label: str = Field(
+        default="repairbot:opt-out",
+        min_length=1,
+        max_length=50,  # GitHub's longest label name
+        description="A PR with this label gets no reviews, comments, checks or fix runs",
+    )
     github_writes_per_minute: int = Field(
         default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
     )
@@ -197,6 +203,19 @@ class Settings(BaseSettings):
         default=2.0,
         ge=0,
         description="Seconds between the re-checks one push queues (GitHub's secondary limits)",
+    )
+    bot_event_budget_per_pr_hour: int = Field(
+        default=5,
+        ge=0,
+        description=(
+            "Events caused by a bot (ours or another's) the bot acts on per PR per clock hour; "
+            "the rest are recorded and not acted on (loop guard)"
+        ),
+    )
+    branch_bot_commits_limit: int = Field(
+        default=3,
+        ge=1,
+        description="Never push to a branch whose last N commits are bots' (loop guard)",
     )
 
     @field_validator("worker_queues", "verify_fallback_queues")

@@ -22,6 +22,8 @@ _AUTHOR = {
     "GIT_COMMITTER_NAME": "repairbot",
     "GIT_COMMITTER_EMAIL": "repairbot@localhost",
 }
+# Who the bot's own commits are by (name, email): what the loop guard reads back from history.
+BOT_IDENTITY = (_AUTHOR["GIT_AUTHOR_NAME"], _AUTHOR["GIT_AUTHOR_EMAIL"])
 
 
 class GitError(RuntimeError):

@@ -52,6 +52,8 @@ class RepoConfig:
     python: tuple[int, int] | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     errors: tuple[str, ...] = field(default_factory=tuple)
+    # [fan_out] rerun_command: posted on affected PRs once the base-branch fix merged (None: never)
+    rerun_command: str | None = None
 
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -194,6 +196,9 @@ def parse_config(text: str, root: Path) -> RepoConfig:
             python = floor
     except ValueError as exc:
         errors.append(str(exc))
+    rerun_command, problem = _rerun_command(data.get("fan_out"))
+    if problem:
+        errors.append(problem)
     return RepoConfig(
         contracts=tuple(contracts),
         test_dirs=test_dirs,
@@ -201,7 +206,28 @@ def parse_config(text: str, root: Path) -> RepoConfig:
         python=python,
         max_file_bytes=max_file_bytes,
         errors=tuple(errors),
+        rerun_command=rerun_command,
     )
+
+
+RERUN_COMMAND_MAX = 200
+
+
+def _rerun_command(table: object) -> tuple[str | None, str | None]:
+    """``[fan_out] rerun_command``: one line the bot may post (a CI bot's command), or a problem."""
+    if table is None:
+        return None, None
+    where = f"{CONFIG_FILE} [fan_out]"
+    if not isinstance(table, dict):
+        return None, f"{where}: must be a table"
+    command = table.get("rerun_command")
+    if command is None:
+        return None, None
+    if not isinstance(command, str) or not command.strip():
+        return None, f"{where}: 'rerun_command' must be a non-empty string"
+    if "\n" in command or "\r" in command or len(command) > RERUN_COMMAND_MAX:
+        return None, f"{where}: 'rerun_command' must be one line, {RERUN_COMMAND_MAX} chars at most"
+    return command.strip(), None
 
 
 def load_config(root: Path) -> RepoConfig:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Literal
 
 from fixers.contracts import Contract
+from fixers.unified_diff import split_lines, unified_diff
 from fixers.violation_types import Note, Violation
 
 ImportStatus = Literal["ok", "failed", "unverified", "not-run"]
@@ -79,14 +79,7 @@ class FileChange:
 
     def diff(self) -> str:
         """Unified diff with ``a/`` and ``b/`` prefixes, as ``git apply`` takes it."""
-        return "".join(
-            difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                self.after.splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
-            )
-        )
+        return unified_diff(self.path, split_lines(self.before), split_lines(self.after))
 
 
 @dataclass

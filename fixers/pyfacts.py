@@ -23,6 +23,14 @@ class ClassFacts:
     methods: tuple[str, ...]
     abstract_methods: tuple[str, ...]
     nested: bool
+    method_lines: tuple[int, ...] = ()  # the ``def`` line of each of ``methods``, in order
+
+    def line_of(self, method: str) -> int:
+        """The line of ``def method`` in this class (the class line when it has none): where a
+        reviewer looks, and where an annotation on the PR belongs."""
+        if method in self.methods and len(self.method_lines) == len(self.methods):
+            return self.method_lines[self.methods.index(method)]
+        return self.lineno
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,13 @@ def resolve_relative(module: str, is_package: bool, level: int, target: str | No
 def _class_facts(node: ast.ClassDef, prefix: str, nested: bool) -> list[ClassFacts]:
     qualname = f"{prefix}{node.name}"
     methods: list[str] = []
+    lines: list[int] = []
     abstract: list[str] = []
     inner: list[ClassFacts] = []
     for stmt in node.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             methods.append(stmt.name)
+            lines.append(stmt.lineno)
             if is_abstract(stmt):
                 abstract.append(stmt.name)
         elif isinstance(stmt, ast.ClassDef):
@@ -105,6 +115,7 @@ def _class_facts(node: ast.ClassDef, prefix: str, nested: bool) -> list[ClassFac
         methods=tuple(methods),
         abstract_methods=tuple(abstract),
         nested=nested,
+        method_lines=tuple(lines),
     )
     return [facts, *inner]
 

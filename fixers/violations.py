@@ -43,7 +43,7 @@ def _structural(
                     "forbidden-override",
                     contract.name,
                     member.rel,
-                    cls.lineno,
+                    cls.line_of(contract.forbidden),
                     member.qualname,
                     f"{cls.qualname} defines both {contract.forbidden} and {contract.hook}: "
                     "needs a human to merge them",
@@ -57,7 +57,7 @@ def _structural(
                     "forbidden-override",
                     contract.name,
                     member.rel,
-                    cls.lineno,
+                    cls.line_of(contract.forbidden),
                     member.qualname,
                     f"{cls.qualname} overrides {contract.base}.{contract.forbidden}; "
                     f"rename it to {contract.hook}",

@@ -97,10 +97,10 @@ def task_settings() -> Iterator[Callable[[Any], Any]]:
 def _truncate(url: str) -> None:
     from sqlalchemy import text
 
-    from bot.db.models import Base
+    from bot.db.schema import METADATA
     from bot.db.session import engine_for
 
-    tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
+    tables = ", ".join(table.name for table in METADATA.sorted_tables)
     with engine_for(url).begin() as connection:
         connection.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
@@ -109,9 +109,9 @@ def drop_all_tables(url: str) -> None:
     """An empty PostgreSQL database again: every table and the migration stamp dropped."""
     from sqlalchemy import create_engine, text
 
-    from bot.db.models import Base
+    from bot.db.schema import METADATA
 
-    tables = ", ".join([table.name for table in Base.metadata.sorted_tables] + ["alembic_version"])
+    tables = ", ".join([table.name for table in METADATA.sorted_tables] + ["alembic_version"])
     engine = create_engine(url)
     with engine.begin() as connection:
         connection.execute(text(f"DROP TABLE IF EXISTS {tables} CASCADE"))

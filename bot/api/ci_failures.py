@@ -15,9 +15,16 @@ from bot.api.body import read_capped_body
 from bot.api.deps import get_app_settings
 from bot.api.group_write import committed
 from bot.config import Settings
-from bot.db.group_commit import ONE_BY_ONE
+from bot.db.body_codec import StoredBody
+from bot.db.group_commit import WriteKind
 from bot.db.models import CiFailure
-from bot.intake.ci_reports import CiReport, Recording, ReportSource, record_ci_report
+from bot.intake.ci_reports import (
+    CiReport,
+    RecordedReport,
+    Recording,
+    ReportSource,
+    record_ci_reports,
+)
 from bot.intake.webhook_auth import is_valid
 from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 from fixers.intake import FailureReport, Format, IntakeError, screen_report
@@ -109,10 +116,7 @@ async def post_ci_failure(
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)
     try:
-        # Console text is only screened here; triage reads its failures from the stored body.
-        parsed: FailureReport = await run_in_threadpool(
-            screen_report, body, format=meta.format, stage=meta.stage
-        )
+        parsed, encoded = await run_in_threadpool(_screen_and_encode, body, meta)
     except IntakeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     source = _report_source(parsed, meta, idempotency_key)
@@ -120,18 +124,33 @@ async def post_ci_failure(
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ"
         )
-    report = CiReport(source, body, parsed)
-    answer, code = await committed(settings, ONE_BY_ONE, lambda session: _store(session, report))
+    report = CiReport(source, body, parsed, encoded)
+    answer, code = await committed(settings, STORE_REPORTS, report)
+    if code == status.HTTP_409_CONFLICT:
+        raise HTTPException(code, answer["detail"])
     return JSONResponse(answer, code)
 
 
-def _store(session: Session, report: CiReport) -> tuple[dict[str, Any], int]:
-    """Record the report: 202 when new, 200 with the first one when repeated, 409 mid-store."""
-    recorded = record_ci_report(session, report)
+def _screen_and_encode(body: bytes, meta: ReportMetadata) -> tuple[FailureReport, StoredBody]:
+    """Off the event loop, before the writer: the report screened (console text only; triage
+    reads its failures from the stored body) and its body encoded for storage."""
+    parsed = screen_report(body, format=meta.format, stage=meta.stage)
+    return parsed, StoredBody.of(body)
+
+
+def _store_all(session: Session, reports: list[CiReport]) -> list[tuple[dict[str, Any], int]]:
+    """Record a batch of reports (one query, one INSERT, one flush); each one's answer: 202 when
+    new, 200 with the first one when repeated, 409 while another request is storing it."""
+    return [_answer_for(recorded) for recorded in record_ci_reports(session, reports)]
+
+
+STORE_REPORTS = WriteKind("ci reports", _store_all)
+IN_FLIGHT = "the same report is being stored right now; retry"
+
+
+def _answer_for(recorded: RecordedReport) -> tuple[dict[str, Any], int]:
     if recorded.report is None:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, "the same report is being stored right now; retry"
-        )
+        return {"detail": IN_FLIGHT}, status.HTTP_409_CONFLICT
     if recorded.outcome is Recording.DUPLICATE:
         return _answer(recorded.report, duplicate=True), status.HTTP_200_OK
     return _answer(recorded.report, duplicate=False), status.HTTP_202_ACCEPTED

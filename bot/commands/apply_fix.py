@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from bot.commands.grammar import ParsedCommand, no_options
 from bot.commands.registry import QUEUED, CommandContext, CommandSpec, Example, Permission, Scope
+from bot.db.models import utcnow
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
-    """Queue the work once this delivery's transaction commits (the audit row with it)."""
+    """Queue the work once this delivery's transaction commits (the audit row with it); the
+    row keeps what the reconciler needs to send it again if the message is lost."""
+    ctx.invocation.comment_id, ctx.invocation.sent_at = ctx.event.comment_id, utcnow()
     enqueue_after_commit(ctx.session, task_names.APPLY_FIX, ctx.invocation.id, ctx.event.comment_id)
     return f"queued for @{ctx.login}: sweeping this PR's head; the reply follows when done."
 

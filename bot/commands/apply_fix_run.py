@@ -30,6 +30,7 @@ from bot.config import Settings
 from bot.db.models import CommandInvocation
 from bot.db.rows import violation_lines
 from bot.db.session import session_scope
+from bot.forges.branch_guard import push_refusal
 from bot.forges.github.api import PullState
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import (
@@ -150,16 +151,29 @@ def _apply(settings: Settings, forge: GitHubForge, request: Request, worktree: P
     head = resolve_commit(mirror, pull.head_sha)  # fetched with the PR heads (refs/pull/N/head)
     if _applied_by(mirror, head, request.invocation_id):
         return Answer("accepted", f"`{head[:12]}` on `{pull.head_ref}` is already this fix.", True)
+    into_fork = pull.from_fork and not pull.maintainer_can_modify
+    guarded = None if into_fork else _branch_guarded(settings, mirror, pull, head)
+    if guarded is not None:
+        return guarded
     try:
         fresh_worktree(mirror, worktree, head)
         fixed = _fix_and_commit(settings, worktree, request, head)
         if isinstance(fixed, Answer):
             return fixed
-        if pull.from_fork and not pull.maintainer_can_modify:
+        if into_fork:
             return _open_into_fork(settings, forge, mirror, request, pull, fixed)
         return _push_to_branch(settings, forge, mirror, pull, fixed)
     finally:
         remove_worktree(mirror, worktree)
+
+
+def _branch_guarded(settings: Settings, mirror: Path, pull: PullState, head: str) -> Answer | None:
+    """The refusal when the PR's branch is one the loop guard keeps us off (its last commits
+    are bots'), before any work is done (``bot.forges.branch_guard``)."""
+    ours = pull.author.lower() == settings.github_bot_login.lower()
+    where = f"{pull.head_repository}:{pull.head_ref}"
+    refusal = push_refusal(settings, mirror, head, branch=where, own_branch=ours)
+    return None if refusal is None else Answer("refused", f"{refusal}; nothing was pushed.")
 
 
 def _applied_by(mirror: Path, head: str, invocation_id: int) -> bool:

@@ -69,6 +69,12 @@ def authorised(settings: Settings, forge: GitHubForge, event: CommentEvent) -> s
     )
 
 
+def is_pr_author(forge: GitHubForge, event: CommentEvent) -> bool:
+    """Whether the comment's author opened the PR (asked of GitHub when the payload lacks it)."""
+    author = event.pr_author or forge.pull(event.repository, event.number).author
+    return author.lower() == event.login.lower()
+
+
 def _fix_for(session: Session, event: CommentEvent) -> Fix | None:
     return session.scalar(
         select(Fix)
@@ -105,6 +111,10 @@ def _refusal(
         refusal = authorised(settings, forge, event)
         if refusal is not None:
             return f"Sorry, not running `{prog} {spec.name}`: {refusal}."
+    if spec.permission is Permission.AUTHOR and not is_pr_author(forge, event):
+        refusal = authorised(settings, forge, event)
+        if refusal is not None:
+            return f"Sorry, not running `{prog} {spec.name}`: not the PR's author, and {refusal}."
     if spec.needs_open_pr and fix is not None and fix.state != FixState.OPEN.value:
         return f"Not running `{prog} {spec.name}`: this PR is {fix.state}."
     return None

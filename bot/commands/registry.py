@@ -73,6 +73,8 @@ class Permission(enum.StrEnum):
     """Every commenter who is not a bot."""
     WRITE = "write"
     """``admin``/``write``/``maintain`` on the repository, or on ``github_command_users``."""
+    AUTHOR = "author or write"
+    """The PR's author, or anyone ``WRITE`` allows."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from bot.db.models import (
     Suppression,
     Verification,
 )
+from bot.db.pr_notices import PrNotice
 from bot.db.suppressions import suppressions_of
 
 STATE_LABELS = {
@@ -33,6 +34,10 @@ STATE_LABELS = {
     "no_fix_needed": "No fix needed",
     "duplicate": "Duplicate of an open fix",
     "suppressed": "Held back by a human decision",
+    "reported": "Reported only (autonomy: report)",
+    "suggested": "Suggested, no PR (autonomy: suggest)",
+    "opted_out": "Opted out",
+    "loop_guarded": "Stopped by the loop guard (bot-caused, over budget)",
     "unclassified": "Unclassified",
     "error": "Error",
 }
@@ -76,6 +81,7 @@ class FixDetail:
     verifications: list[VerificationView]
     commands: list[CommandInvocation]
     suppressions: list[Suppression] = field(default_factory=list)
+    notices: list[PrNotice] = field(default_factory=list)  # the affected PRs told (fan-out)
     timeline: list[Event] = field(default_factory=list)
 
     @property
@@ -140,6 +146,11 @@ def load_fix(session: Session, fix_id: int) -> FixDetail | None:
         verifications=verifications,
         commands=commands,
         suppressions=suppressions_of(session, fix),
+        notices=list(
+            session.scalars(
+                select(PrNotice).where(PrNotice.fix_id == fix.id).order_by(PrNotice.pr_number)
+            )
+        ),
     )
     detail.timeline = timeline(detail)
     return detail

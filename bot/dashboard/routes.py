@@ -15,6 +15,7 @@ from bot.dashboard.detail import load_fix
 from bot.dashboard.failures import list_failures
 from bot.dashboard.filters import FIX_STATES, VERDICTS, FailureFilters, FixFilters
 from bot.dashboard.highlight import highlight_diff
+from bot.dashboard.quality import headline, quality
 from bot.dashboard.queries import facets, list_fixes, state_counts
 from bot.dashboard.render import page
 from bot.dashboard.stats import overview
@@ -43,6 +44,7 @@ def _fixes_context(session: Session, filters: FixFilters) -> dict[str, Any]:
         "listing": list_fixes(session, filters=filters),
         "overview": summary,
         "state_counts": state_counts(session),
+        "quality": headline(session),
         "charts": [
             charts.fixes_per_day(summary.days, summary.per_day, FIX_STATES),
             charts.verdict_split(summary.verdicts, VERDICT_ORDER),
@@ -83,6 +85,8 @@ def _fix_or_404(request: Request, session: SessionDep, fix_id: int, name: str) -
             what=f"fix #{fix_id}",
         )
     files, truncated = highlight_diff(detail.fix.diff or "") if name == "fix.html" else ([], False)
+    edits = detail.fix.human_edit_diff if name == "fix.html" else None
+    edit_files, _ = highlight_diff(edits) if edits else ([], False)  # capped when recorded
     return page(
         request,
         name,
@@ -92,6 +96,7 @@ def _fix_or_404(request: Request, session: SessionDep, fix_id: int, name: str) -
         fix=detail.fix,
         diff_files=files,
         diff_truncated=truncated,
+        edit_files=edit_files,
     )
 
 
@@ -105,6 +110,13 @@ def fix_page(request: Request, session: SessionDep, fix_id: int) -> Response:
 def fix_partial(request: Request, session: SessionDep, fix_id: int) -> Response:
     """The live part of ``/fixes/{id}``: state, timeline and verifications."""
     return _fix_or_404(request, session, fix_id, "_fix_live.html")
+
+
+@router.get("/quality")
+def quality_page(request: Request, session: SessionDep) -> Response:
+    """How the fix PRs landed, per signature and codemod: the bot's quality figures."""
+    started = time.perf_counter()
+    return page(request, "quality.html", started=started, now=utcnow(), q=quality(session))
 
 
 @router.get("/failures")

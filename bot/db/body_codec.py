@@ -11,6 +11,8 @@ body is anything a client sent, magic numbers included.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import lz4.frame
 
 RAW = "raw"
@@ -32,6 +34,24 @@ def encode_body(body: bytes) -> tuple[bytes, str]:
     if len(packed) > len(body) * (1 - MIN_SAVING):
         return body, RAW
     return packed, LZ4
+
+
+@dataclass(frozen=True)
+class StoredBody:
+    """A body as it is stored: the bytes and their codec.
+
+    Encoded by the request (in its thread pool) rather than by the database's one writer
+    thread: compressing a 1 MB log takes about 2 ms of CPU, which in the writer would add up
+    across a batch while every caller in it waits.
+    """
+
+    data: bytes
+    codec: str
+
+    @classmethod
+    def of(cls, body: bytes) -> StoredBody:
+        """``body`` encoded for storage (:func:`encode_body`)."""
+        return cls(*encode_body(body))
 
 
 def decode_body(stored: bytes, codec: str) -> bytes:

@@ -7,15 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from bot.db.body_codec import encode_body
+from bot.db.body_codec import StoredBody
 from bot.db.bulk_insert import insert_new_returning
 from bot.db.models import (
     TERMINAL_STATES,
     VERIFICATION_STATES,
     CiFailure,
+    CommandInvocation,
     Delivery,
     Fix,
     FixState,
@@ -36,6 +37,7 @@ class NewDelivery:
     action: str | None
     body: bytes
     outcome: str = "stored"
+    encoded: StoredBody | None = None  # ``body`` already encoded by the caller (else here)
 
 
 def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> dict[str, int]:
@@ -58,14 +60,14 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
             "key": d.key,
             "event": d.event,
             "action": d.action,
-            "body": stored,
-            "body_codec": codec,
+            "body": stored.data,
+            "body_codec": stored.codec,
             "outcome": d.outcome,
             "received_at": now,
             "dispatched_at": now,
         }
         for d in first_of_each.values()
-        for stored, codec in [encode_body(d.body)]
+        for stored in [d.encoded or StoredBody.of(d.body)]
     ]
     returned = insert_new_returning(
         session, cast(Table, Delivery.__table__), rows, conflict="key", returning=("key", "id")
@@ -82,10 +84,44 @@ def insert_delivery(
     action: str | None,
     body: bytes,
     outcome: str = "stored",
+    encoded: StoredBody | None = None,
 ) -> int | None:
-    """Store one delivery and return its id; None when its key was seen before (a redelivery)."""
-    stored = insert_deliveries(session, [NewDelivery(source, key, event, action, body, outcome)])
+    """Store one delivery and return its id; None when its key was seen before (a redelivery).
+
+    ``encoded``: ``body`` as :class:`StoredBody` when the caller encoded it already."""
+    new = NewDelivery(source, key, event, action, body, outcome, encoded)
+    stored = insert_deliveries(session, [new])
     return stored.get(key)
+
+
+@dataclass(frozen=True)
+class KnownReports:
+    """Reports already stored, by idempotency key and by (pipeline, build number)."""
+
+    by_key: dict[str, CiFailure]
+    by_build: dict[tuple[str, int], CiFailure]
+
+
+def find_reports(
+    session: Session, *, keys: Sequence[str], builds: Sequence[tuple[str, int]]
+) -> KnownReports:
+    """The stored reports with any of these idempotency keys or (pipeline, build) pairs, in
+    one query (both are unique indexes)."""
+    conditions = []
+    if keys:
+        conditions.append(CiFailure.idempotency_key.in_(sorted(set(keys))))
+    if builds:
+        pairs = sorted(set(builds))
+        conditions.append(tuple_(CiFailure.pipeline, CiFailure.build_number).in_(pairs))
+    found = session.scalars(select(CiFailure).where(or_(*conditions))).all() if conditions else []
+    return KnownReports(
+        by_key={r.idempotency_key: r for r in found if r.idempotency_key},
+        by_build={
+            (r.pipeline, r.build_number): r
+            for r in found
+            if r.pipeline and r.build_number is not None
+        },
+    )
 
 
 def find_report(
@@ -166,6 +202,22 @@ def count_by(session: Session, column: Any, *group: Any) -> list[tuple[Any, ...]
     """``SELECT group..., count(column) GROUP BY group...`` as tuples."""
     rows = session.execute(select(*group, func.count(column)).group_by(*group)).all()
     return [tuple(row) for row in rows]
+
+
+def unanswered_invocations(
+    session: Session, *, command: str, outcome: str, older_than: timedelta
+) -> Sequence[CommandInvocation]:
+    """Invocations of ``command`` still at ``outcome`` (queued) long after their task was last
+    sent (the message was lost, or the broker was down when it was sent)."""
+    cutoff = utcnow() - older_than
+    return session.scalars(
+        select(CommandInvocation).where(
+            CommandInvocation.command == command,
+            CommandInvocation.outcome == outcome,
+            CommandInvocation.comment_id.is_not(None),
+            CommandInvocation.sent_at < cutoff,
+        )
+    ).all()
 
 
 def undispatched_deliveries(session: Session, *, older_than: timedelta) -> Sequence[Delivery]:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     ForeignKey,
     Index,
@@ -18,9 +19,13 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from bot.db.body_codec import RAW, decode_body
+
+# A JSON list that PostgreSQL can index (jsonb; json has no btree operators): fixes.codemods.
+JSON_LIST = JSON().with_variant(JSONB(), "postgresql")
 
 
 def utcnow() -> datetime:
@@ -48,6 +53,10 @@ class RunState(StrEnum):
     NO_FIX_NEEDED = "no_fix_needed"
     DUPLICATE = "duplicate"
     SUPPRESSED = "suppressed"  # a human decided against this fix (see Suppression)
+    REPORTED = "reported"  # autonomy "report" (.repairbot.toml): classified, nothing opened
+    SUGGESTED = "suggested"  # autonomy "suggest": the fix offered as a comment, no PR
+    OPTED_OUT = "opted_out"  # the repository, the paths or the PR opted out (bot.db.opt_outs)
+    LOOP_GUARDED = "loop_guarded"  # a bot-caused event past its budget (bot.db.bot_events)
     UNCLASSIFIED = "unclassified"
     ERROR = "error"
 
@@ -66,6 +75,10 @@ TERMINAL_STATES = frozenset(
         RunState.NO_FIX_NEEDED,
         RunState.DUPLICATE,
         RunState.SUPPRESSED,
+        RunState.REPORTED,
+        RunState.SUGGESTED,
+        RunState.OPTED_OUT,
+        RunState.LOOP_GUARDED,
         RunState.UNCLASSIFIED,
         RunState.ERROR,
     }
@@ -212,6 +225,8 @@ class Fix(Base):
         ),
         # The dashboard: counts per state and fixes per day read only this index.
         Index("ix_fixes_state_created", "state", "created_at"),
+        # ... and the quality figures (bot.dashboard.quality) this one: rows are wide (diff, body).
+        Index("ix_fixes_outcomes", "signature", "state", "merged_with_edits", "number", "codemods"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -239,6 +254,12 @@ class Fix(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # How it landed (bot.pipeline.merge_outcome): head_sha follows every push, ours or a human's.
+    codemods: Mapped[list[Any]] = mapped_column(JSON_LIST, default=list, server_default="[]")
+    bot_head_sha: Mapped[str | None] = mapped_column(String(64))  # the bot's last push
+    merged_head_sha: Mapped[str | None] = mapped_column(String(64))
+    merged_with_edits: Mapped[bool | None] = mapped_column()  # None: merged before it was kept
+    human_edit_diff: Mapped[str | None] = mapped_column(Text)  # bot head → merged head, capped
 
     runs: Mapped[list[RepairRun]] = relationship(back_populates="fix")
     verifications: Mapped[list[Verification]] = relationship(
@@ -275,6 +296,13 @@ class Verification(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     fix: Mapped[Fix] = relationship(back_populates="verifications")
+
+    # The quality figures' verified times and device-minutes read this index, not the logs.
+    __table_args__ = (
+        Index(
+            "ix_verifications_outcomes", "fix_id", "verdict", "device", "started_at", "finished_at"
+        ),
+    )
 
 
 class FixComment(Base):
@@ -313,55 +341,10 @@ class CommandInvocation(Base):
     outcome: Mapped[str] = mapped_column(String(32))
     reply: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
-
-class GitHubWrite(Base):
-    """A content-creating GitHub request, recorded before it is sent.
-
-    The key makes it idempotent (a retried POST never posts twice: the row says whether and where
-    it landed) and the rows of the last minute are the content-creation rate, across processes.
-    """
-
-    __tablename__ = "github_writes"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    key: Mapped[str] = mapped_column(String(200), unique=True)
-    kind: Mapped[str] = mapped_column(String(32))
-    repository: Mapped[str] = mapped_column(String(200))
-    target: Mapped[str] = mapped_column(String(200), default="")
-    remote_id: Mapped[str | None] = mapped_column(String(64))
-    remote_url: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, index=True
-    )
-    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-
-
-class ContractCheck(Base):
-    """One pre-merge contract check: a PR's head merged onto its base, and what was answered.
-
-    One row per (repository, PR, head, base): a check whose four were already answered (a
-    redelivered webhook, a push that changed nothing) posts nothing.
-    """
-
-    __tablename__ = "contract_checks"
-    __table_args__ = (
-        UniqueConstraint(
-            "repository", "number", "head_sha", "base_sha", name="uq_contract_checks_pr_commits"
-        ),
-    )
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    repository: Mapped[str] = mapped_column(String(200))
-    number: Mapped[int] = mapped_column(Integer)
-    head_sha: Mapped[str] = mapped_column(String(64))
-    base_sha: Mapped[str] = mapped_column(String(64))
-    # success, failure, error (the commit status set), or skipped (none could be set).
-    state: Mapped[str] = mapped_column(String(16))
-    description: Mapped[str] = mapped_column(Text, default="")
-    # The introduced violations as ``bot.db.rows`` stores a fix's: display lines.
-    introduced: Mapped[list[Any]] = mapped_column(default=list)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # A command whose work is a task (outcome ``queued``): the comment it answers, and when its
+    # task was last sent, so the reconciler can send it again if that message was lost.
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class SuppressionReason(StrEnum):

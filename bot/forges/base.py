@@ -40,6 +40,7 @@ class Candidate:
     violations: list[str]
     files: list[str]
     text: PullRequestText
+    codemods: tuple[str, ...] = ()  # the codemods that made the changes (the quality figures)
 
 
 @dataclass(frozen=True)

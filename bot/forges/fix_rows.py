@@ -29,6 +29,7 @@ def fix_row(c: Candidate, *, forge: str, head_sha: str, diff: str) -> Fix:
         violations=c.violations,
         violation_keys=c.violation_keys,
         diff=diff,
+        codemods=list(c.codemods),
     )
 
 

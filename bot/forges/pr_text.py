@@ -40,6 +40,11 @@ def fixed_violations(result: FixResult) -> list[str]:
     )
 
 
+def applied_codemods(result: FixResult) -> tuple[str, ...]:
+    """The names of the codemods that made ``result``'s changes, sorted (``fixes.codemods``)."""
+    return tuple(sorted({name for change in result.changes for name in change.codemods}))
+
+
 @dataclass(frozen=True)
 class TitleStyle:
     """The target's title convention: ``[ticket][type] summary`` by default (configurable)."""

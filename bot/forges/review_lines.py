@@ -1,5 +1,5 @@
-"""Line arithmetic for review suggestions: splitting as git counts lines, hunks, class spans,
-placing merged-tree lines on the PR head, and unified diffs that ``git apply`` takes.
+"""Line arithmetic for review suggestions: hunks, class spans and placing merged-tree lines on the
+PR head (lines split and diffs written by ``fixers.unified_diff``).
 
 Pure: text in, numbers and text out. Lines are split on ``\\n`` only (``str.splitlines`` also
 splits on form feeds and ``\\u2028``, which git and GitHub do not), and compared without their
@@ -13,8 +13,6 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CONTEXT = 3  # git's and GitHub's default number of context lines around a hunk
-
 
 @dataclass(frozen=True)
 class Hunk:
@@ -25,15 +23,6 @@ class Hunk:
     old_end: int
     new_start: int
     new_end: int
-
-
-def split_lines(text: str) -> list[str]:
-    """``text`` as lines with their terminators, split on ``\\n`` only."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def content(line: str) -> str:
@@ -109,41 +98,6 @@ def classes_touching(spans: Sequence[tuple[int, int, str]], first: int, last: in
     if last < first:
         return set()
     return {name for start, end, name in spans if start <= last and first <= end}
-
-
-def _range(start: int, stop: int) -> str:
-    # The unified format's ``start,length``; an empty range names the line before it.
-    length = stop - start
-    if length == 1:
-        return str(start + 1)
-    return f"{start if length == 0 else start + 1},{length}"
-
-
-def unified_diff(path: str, old: Sequence[str], new: Sequence[str]) -> str:
-    """A unified diff of ``path`` with ``a/`` and ``b/`` prefixes that ``git apply`` takes,
-    with ``\\ No newline at end of file`` where a last line has no terminator (difflib omits it)."""
-    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
-
-    def emit(prefix: str, lines: Sequence[str]) -> None:
-        for line in lines:
-            out.append(prefix + line)
-            if not line.endswith("\n"):
-                out.append("\n\\ No newline at end of file\n")
-
-    matcher = difflib.SequenceMatcher(None, list(old), list(new), autojunk=False)
-    groups = list(matcher.get_grouped_opcodes(CONTEXT))
-    if not groups:
-        return ""
-    for group in groups:
-        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@\n")
-        for tag, a1, a2, b1, b2 in group:
-            if tag == "equal":
-                emit(" ", old[a1:a2])
-            else:
-                emit("-", old[a1:a2])
-                emit("+", new[b1:b2])
-    return "".join(out)
 
 
 def replaced(

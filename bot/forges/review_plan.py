@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.forges.review_lines import (
-    CONTEXT,
     Hunk,
     class_spans,
     classes_touching,
@@ -28,10 +27,9 @@ from bot.forges.review_lines import (
     hunks,
     newline_of,
     replaced,
-    split_lines,
-    unified_diff,
 )
 from fixers.outcome import FileChange
+from fixers.unified_diff import CONTEXT, split_lines, unified_diff
 from fixers.violation_types import Violation
 
 SUGGESTED = frozenset({"rename", "stub"})

@@ -9,7 +9,7 @@ triage is sent once that transaction commits.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from io import BytesIO
@@ -17,7 +17,8 @@ from uuid import uuid4
 
 from sqlalchemy.orm import Session
 
-from bot.db.crud import find_report, insert_delivery
+from bot.db.body_codec import StoredBody
+from bot.db.crud import KnownReports, NewDelivery, find_report, find_reports, insert_deliveries
 from bot.db.models import CiFailure
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
@@ -55,6 +56,7 @@ class CiReport:
     source: ReportSource
     body: bytes
     parsed: FailureReport
+    encoded: StoredBody | None = None  # ``body`` encoded for storage ahead (else when stored)
 
 
 class Recording(StrEnum):
@@ -100,24 +102,90 @@ def record_ci_report(session: Session, report: CiReport) -> RecordedReport:
     The body is stored first as a ``ci`` delivery whose unique key settles a race between two
     requests carrying the same report: the second finds the key taken (``IN_FLIGHT``).
     """
-    earlier = known_report(session, report.source)
+    return record_ci_reports(session, [report])[0]
+
+
+def record_ci_reports(session: Session, reports: Sequence[CiReport]) -> list[RecordedReport]:
+    """:func:`record_ci_report` for many at once: one query for the known ones, one INSERT for
+    the bodies, one flush for the rows; one outcome each, in order.
+
+    A report repeated within ``reports`` (the same idempotency key, or pipeline and build) is
+    stored once: the later ones answer as its duplicates.
+    """
+    sources = [report.source for report in reports]
+    known = find_reports(
+        session,
+        keys=[s.idempotency_key for s in sources if s.idempotency_key],
+        builds=[build for s in sources if (build := _build(s)) is not None],
+    )
+    first_of: dict[object, int] = {}  # an identity → the first report in the batch with it
+    repeats: dict[int, int] = {}  # a later report → that first one
+    fresh: list[int] = []
+    for i, source in enumerate(sources):
+        identities = _identities(source)
+        if _earlier(known, source) is None:
+            first = next((first_of[k] for k in identities if k in first_of), None)
+            if first is None:
+                fresh.append(i)
+                first_of.update(dict.fromkeys(identities, i))
+            else:
+                repeats[i] = first
+    keys = {i: _delivery_key(sources[i]) for i in fresh}  # once: a keyless report's is random
+    stored = insert_deliveries(session, [_new_delivery(reports[i], keys[i]) for i in fresh])
+    rows: dict[int, CiFailure] = {}
+    for i in fresh:
+        delivery_id = stored.get(keys[i])
+        if delivery_id is not None:
+            rows[i] = _report_row(reports[i], delivery_id)
+    session.add_all(rows.values())
+    session.flush()
+    for row in rows.values():
+        enqueue_after_commit(session, task_names.TRIAGE, row.id)
+    return [_recorded(i, known, rows, repeats, sources[i]) for i in range(len(reports))]
+
+
+def _recorded(
+    i: int,
+    known: KnownReports,
+    rows: dict[int, CiFailure],
+    repeats: dict[int, int],
+    source: ReportSource,
+) -> RecordedReport:
+    earlier = _earlier(known, source)
     if earlier is not None:
         return RecordedReport(Recording.DUPLICATE, earlier)
-    delivery = insert_delivery(
-        session,
-        source="ci",
-        key=_delivery_key(report.source),
-        event="ci_failure",
-        action=None,
-        body=report.body,
-    )
-    if delivery is None:
-        return RecordedReport(Recording.IN_FLIGHT, None)
-    row = _report_row(report, delivery)
-    session.add(row)
-    session.flush()
-    enqueue_after_commit(session, task_names.TRIAGE, row.id)
-    return RecordedReport(Recording.RECORDED, row)
+    if i in repeats:
+        first = rows.get(repeats[i])
+        return RecordedReport(Recording.DUPLICATE if first else Recording.IN_FLIGHT, first)
+    if i in rows:
+        return RecordedReport(Recording.RECORDED, rows[i])
+    return RecordedReport(Recording.IN_FLIGHT, None)
+
+
+def _build(source: ReportSource) -> tuple[str, int] | None:
+    if source.pipeline and source.build_number is not None:
+        return source.pipeline, source.build_number
+    return None
+
+
+def _identities(source: ReportSource) -> list[object]:
+    build = _build(source)
+    return [
+        *([("key", source.idempotency_key)] if source.idempotency_key else []),
+        *([("build", build)] if build is not None else []),
+    ]
+
+
+def _earlier(known: KnownReports, source: ReportSource) -> CiFailure | None:
+    """The stored report ``source`` repeats: by idempotency key first, then by build."""
+    if source.idempotency_key and source.idempotency_key in known.by_key:
+        return known.by_key[source.idempotency_key]
+    build = _build(source)
+    return known.by_build.get(build) if build is not None else None
+
+
+def _new_delivery(report: CiReport, key: str) -> NewDelivery:
+    return NewDelivery("ci", key, "ci_failure", None, report.body, encoded=report.encoded)
 
 
 def record_fetched(

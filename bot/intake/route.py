@@ -28,6 +28,7 @@ from bot.intake.actions import (
 )
 from bot.intake.jenkins import intake_check_failure
 from bot.pipeline.contract_triggers import on_pull_request, on_push
+from bot.pipeline.opt_out_label import on_labels
 from bot.pipeline.pull_requests import handle_pull_request
 
 
@@ -85,6 +86,15 @@ def bot_commands(ctx: EventContext) -> str:
         return "not a comment on a pull request"
     audit = handle_comment(ctx.session, ctx.settings, ctx.forge(), event, ctx.delivery_id)
     return "no command" if audit is None else f"{audit.command}: {audit.outcome}"
+
+
+@on("pull_request", "opt-out-label", "the opt-out label on a PR: the bot leaves that PR alone")
+def opt_out_label(ctx: EventContext) -> str:
+    """The PR's labels → its label opt-out recorded or lifted (before the contract check)."""
+    event = pull_request_event(ctx.payload)
+    if event is None:
+        return "pull_request payload without the fields we need"
+    return on_labels(ctx.session, ctx.settings, event)
 
 
 @on("pull_request", "pr-state", "tracks repairbot's PRs and supersedes them when fixed elsewhere")

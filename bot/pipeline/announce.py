@@ -12,6 +12,7 @@ from bot.db.models import Verification
 from bot.db.session import session_scope
 from bot.forges.github.retry import RateLimited
 from bot.forges.select import forge_for
+from bot.pipeline.fan_out import queue_refresh
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
@@ -41,3 +42,4 @@ def post_verification(settings: Settings, verification_id: int) -> None:
             forge.comment(session, fix, body, key=f"verification-{verification.id}")
         except RateLimited as exc:
             raise TransientError(str(exc)) from exc
+        queue_refresh(session, fix)  # the PRs told of this fix see its verification

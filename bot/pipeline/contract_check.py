@@ -21,6 +21,7 @@ import httpx
 from github import GithubException
 
 from bot.config import Settings
+from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi, PullState
 from bot.forges.github.events import is_bot_account
@@ -96,8 +97,13 @@ def check_pull(
 ) -> str:
     """Check PR ``number`` and answer on the head checked; returns what was done, for logs.
 
-    ``progress`` is the sweep's progress callback (called while the trees are swept).
+    ``progress`` is the sweep's progress callback (called while the trees are swept). An
+    opted-out PR (``bot.db.opt_outs``) is not checked: no status, no review.
     """
+    with session_scope(settings.resolved_database_url) as session:
+        left_alone = opted_out(session, repository=repository, pr_number=number)
+        if left_alone is not None:
+            return f"not checked: {left_alone.describe()}"
     pull = _read_pull(api, repository, number)
     if isinstance(pull, str):
         return _skip(settings, repository, number, "", "", pull)

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.db.models import ContractCheck
+from bot.db.contract_checks import ContractCheck
 from bot.db.rows import violation_lines
 from bot.forges.github.api import STATUS_DESCRIPTION_MAX
 from bot.pipeline.contract_check_sweep import Conflict, Outcome, Swept, TooManyFiles, Unmergeable

@@ -17,6 +17,7 @@ import httpx
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
+from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import PullRequestEvent, PushEvent, is_bot_account
@@ -26,6 +27,7 @@ from bot.git import GitError
 from bot.pipeline.contract_check_blobs import changed_paths, is_swept
 from bot.pipeline.contract_check_sweep import commit_of, tree_of
 from bot.pipeline.contract_check_tree import TreeOnDisk, tree_of_repository
+from bot.pipeline.loop_guard import guard_pull_request
 from bot.pipeline.pull_requests import our_fix
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
@@ -50,6 +52,12 @@ def on_pull_request(
         return f"{event.action}: no contract check needed"
     if is_bot_account(settings, event.author) or our_fix(session, event) is not None:
         return f"#{event.number} is one of ours: its own pipeline checks it"
+    left_alone = opted_out(session, repository=event.repository, pr_number=event.number)
+    if left_alone is not None:
+        return f"not checked: {left_alone.describe()}"
+    guarded = guard_pull_request(session, settings, event)  # a bot pushed: budgeted
+    if guarded is not None:
+        return guarded
     enqueue_after_commit(session, task_names.CONTRACT_CHECK, event.repository, event.number)
     return f"contract check of #{event.number} queued"
 

@@ -18,6 +18,8 @@ from bot.forges.github.events import PullRequestEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.publish import remaining_violations
+from bot.pipeline.fan_out import queue_refresh
+from bot.pipeline.merge_outcome import record_merge
 
 
 def our_fix(session: Session, event: PullRequestEvent) -> Fix | None:
@@ -51,6 +53,7 @@ def track_ours(session: Session, settings: Settings, fix: Fix, event: PullReques
         fix.closed_at = utcnow()
         if not event.merged and not is_bot_account(settings, event.sender):
             remember_closed(session, fix, event.sender)
+        queue_refresh(session, fix)  # the affected PRs' notices say merged (or closed), once
     elif event.action == "reopened" and fix.state in (FixState.CLOSED.value,):
         try:
             with session.begin_nested():
@@ -58,6 +61,7 @@ def track_ours(session: Session, settings: Settings, fix: Fix, event: PullReques
                 session.flush()
             # Reopening is the human taking their decision back.
             lift_suppressions(session, fix=fix, lifted_by=event.sender or "a reopen on GitHub")
+            queue_refresh(session, fix)  # its notices say open again
         except IntegrityError:
             return f"fix #{fix.id} reopened, but another open fix has its key; left closed"
     elif event.action == "synchronize":
@@ -105,6 +109,7 @@ def supersede(
         fix.state = FixState.SUPERSEDED.value
         fix.state_reason = f"superseded by #{event.number} ({event.url})"
         fix.closed_at = fix.updated_at = utcnow()
+        queue_refresh(session, fix)
         closed.append(f"#{fix.number}")
     return f"closed {', '.join(closed)} as superseded" if closed else "nothing superseded"
 
@@ -115,7 +120,9 @@ def handle_pull_request(
     """Our PR → track its state; someone else's merged PR → supersede what it fixed."""
     fix = our_fix(session, event)
     if fix is not None:
-        return track_ours(session, settings, fix, event)
+        tracked = track_ours(session, settings, fix, event)
+        landed = record_merge(session, settings, forge, fix, event)  # unchanged or edited
+        return f"{tracked}; {landed}" if landed else tracked
     if event.action == "closed" and event.merged:
         return supersede(session, settings, forge, event)
     return f"{event.action} of a PR that is not ours: nothing to do"

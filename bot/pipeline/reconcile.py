@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bot.commands.apply_fix import COMMAND as APPLY_FIX
+from bot.commands.registry import QUEUED
 from bot.config import Settings
-from bot.db.crud import move_run, stale_runs, unclassified_reports, undispatched_deliveries
+from bot.db.crud import (
+    move_run,
+    stale_runs,
+    unanswered_invocations,
+    unclassified_reports,
+    undispatched_deliveries,
+)
 from bot.db.models import RunState, utcnow
 from bot.db.session import session_scope
+from bot.pipeline.fan_out import resend_pending
 from bot.pipeline.lost_runs import attempt_alive, lost_again, resent_reason
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
@@ -17,7 +26,8 @@ from bot.runner.requests import fall_back, rescue_stalled
 
 
 def reconcile_once(settings: Settings) -> int:
-    """Re-enqueue stale runs and unclassified reports; returns how many tasks were sent."""
+    """Re-enqueue stale runs, unclassified reports, lost deliveries and queued commands' tasks;
+    returns how many tasks were sent."""
     older_than = timedelta(seconds=settings.stale_after_s)
     sent = 0
     with session_scope(settings.resolved_database_url) as session:
@@ -28,6 +38,14 @@ def reconcile_once(settings: Settings) -> int:
         for report in unclassified_reports(session, older_than=older_than):
             report.triage_sent_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, task_names.TRIAGE, report.id)
+            sent += 1
+        for invocation in unanswered_invocations(
+            session, command=APPLY_FIX.name, outcome=QUEUED, older_than=older_than
+        ):
+            invocation.sent_at = utcnow()  # the task answers once, however often it is sent
+            enqueue_after_commit(
+                session, task_names.APPLY_FIX, invocation.id, invocation.comment_id
+            )
             sent += 1
         for run in stale_runs(session, older_than=older_than):
             lost = lost_again(run)
@@ -51,6 +69,7 @@ def reconcile_once(settings: Settings) -> int:
             run.updated_at = utcnow()  # not stale again until another stale_after_s passes
             enqueue_after_commit(session, task_names.REPAIR, run.id)
             sent += 1
+        sent += resend_pending(session, older_than=older_than)  # fan-out notices
         sent += len(rescue_stalled(session, lost_after_s=settings.verify_lost_after_s))
         sent += len(
             fall_back(

@@ -18,12 +18,16 @@ from uuid import uuid4
 
 from bot.config import Settings
 from bot.db.models import RunState
+from bot.forges.base import Candidate
+from bot.forges.branch_guard import BranchGuarded
 from bot.forges.github.retry import RateLimited
 from bot.git import GitError, fresh_worktree, remove_worktree
 from bot.pipeline.import_spare import start_spares, take_spare
+from bot.pipeline.loop_guard import guard_report
+from bot.pipeline.policy_gate import allowed_target, left_out, suggest, without_opted_out_paths
 from bot.pipeline.repair_start import RunContext, start_attempt
 from bot.pipeline.repair_steps import already_fixed, candidate_for, swept, write_fixes
-from bot.pipeline.repair_target import Target, resolve_target
+from bot.pipeline.repair_target import Target
 from bot.pipeline.run_state import Stop, move, record_publication, still_live, stop
 from bot.pipeline.stage_times import StageClock
 from bot.pipeline.suppression_gate import held_back
@@ -33,6 +37,8 @@ from bot.queue.celery_app import app
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
 from fixers.import_check import ImportServer
+from fixers.outcome import FixResult
+from fixers.repo_policy import Autonomy, RepoPolicy
 from fixers.sweep import fix
 
 OUT_OF_MEMORY = "ran out of memory"
@@ -50,12 +56,17 @@ def repair_run(settings: Settings, run_id: int) -> None:
     context = start_attempt(settings, run_id)
     if context is None:
         return
-    target = resolve_target(settings, context)
-    if isinstance(target, Stop):
-        stop(settings, run_id, target)
+    allowed = allowed_target(settings, context)  # opt-outs, autonomy "report" (policy_gate)
+    if isinstance(allowed, Stop):
+        stop(settings, run_id, allowed)
+        return
+    target, policy = allowed
+    guarded = guard_report(settings, run_id, target)  # bot-caused, budget spent (loop_guard)
+    if guarded is not None:
+        stop(settings, run_id, guarded)
         return
     try:
-        _in_worktree(settings, context, target)
+        _in_worktree(settings, context, target, policy)
     except MemoryError:
         move(
             settings,
@@ -66,7 +77,9 @@ def repair_run(settings: Settings, run_id: int) -> None:
         )
 
 
-def _in_worktree(settings: Settings, context: RunContext, target: Target) -> None:
+def _in_worktree(
+    settings: Settings, context: RunContext, target: Target, policy: RepoPolicy
+) -> None:
     clock = StageClock()
     spare = take_spare(settings)  # an import check warmed up for this attempt, if one waits
     # One worktree per attempt: a re-enqueued duplicate of a slow run must not share it.
@@ -79,7 +92,9 @@ def _in_worktree(settings: Settings, context: RunContext, target: Target) -> Non
             start_spares(settings)  # for the next attempts, warming up while this one works
             fresh_worktree(target.repo, worktree, target.base_sha)
             clock.lap("worktree")
-            repair_in(settings, context, target, worktree, server=server, clock=clock)
+            repair_in(
+                settings, context, target, worktree, server=server, clock=clock, policy=policy
+            )
         except (GitError, RateLimited) as exc:
             raise TransientError(str(exc)) from exc
         finally:
@@ -96,11 +111,13 @@ def repair_in(
     *,
     server: ImportServer | None = None,
     clock: StageClock | None = None,
+    policy: RepoPolicy | None = None,
 ) -> None:
     """Sweep and fix → write → already fixed on the base? → compose → publish → record.
 
     ``server``: an import server started ahead whose sandbox sees ``worktree``; ``clock``
-    collects the stages' seconds, which the ``swept`` and ``pr_opened`` reasons carry.
+    collects the stages' seconds, which the ``swept`` and ``pr_opened`` reasons carry;
+    ``policy``: the repository's own switches (``fixers.repo_policy``; default: every default).
     """
     run_id, clock = context.run_id, clock or StageClock()
     result = fix(
@@ -112,7 +129,14 @@ def repair_in(
         preload=settings.import_preload,
     )
     clock.add(result.seconds)
-    move(settings, run_id, RunState.SWEPT, f"{swept(result, target.base_sha)} {clock.summary()}")
+    policy = policy or RepoPolicy()
+    result, left = without_opted_out_paths(result, policy)
+    note, all_left_out = left_out(left, result, policy)
+    swept_reason = f"{swept(result, target.base_sha)}{note} {clock.summary()}"
+    move(settings, run_id, RunState.SWEPT, swept_reason)
+    if all_left_out is not None:
+        stop(settings, run_id, all_left_out)
+        return
     written = write_fixes(worktree, result)
     if isinstance(written, Stop):
         stop(settings, run_id, written)
@@ -131,6 +155,45 @@ def repair_in(
         stop(settings, run_id, suppressed)
         return
     if still_live(settings, run_id):  # else a duplicate delivery of this task finished it
+        _publish(settings, context, target, candidate, result, policy, clock)
+
+
+def _publish(
+    settings: Settings,
+    context: RunContext,
+    target: Target,
+    candidate: Candidate,
+    result: FixResult,
+    policy: RepoPolicy,
+    clock: StageClock,
+) -> None:
+    """Open the fix (verified at once for ``pr+verify``), or only suggest it (``suggest``)."""
+    mode = policy.mode_for(context.signature)
+    if mode is Autonomy.SUGGEST:
+        offered = suggest(
+            settings,
+            context=context,
+            target=target,
+            candidate=candidate,
+            result=result,
+            policy=policy,
+        )
+        stop(settings, context.run_id, offered)
+        return
+    try:
         outcome = target.forge.publish(candidate)
-        clock.lap("publish")
-        record_publication(settings, run_id, outcome, clock.summary())
+    except BranchGuarded as exc:  # our branch's last commits are bots' (branch_guard)
+        stop(settings, context.run_id, Stop(RunState.LOOP_GUARDED, str(exc)))
+        return
+    clock.lap("publish")
+    note = clock.summary()
+    if mode is Autonomy.PR:
+        note = f"{note}; {policy.why(context.signature)}: not verified automatically"
+    record_publication(
+        settings,
+        context.run_id,
+        outcome,
+        note,
+        notice_pr=target.notice_pr,
+        verify=mode is Autonomy.PR_VERIFY,
+    )

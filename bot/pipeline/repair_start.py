@@ -34,6 +34,7 @@ class RunContext:
     tests: list[str]
     ticket: str
     attempts: int
+    pr_number: int | None = None  # the PR whose pipeline failed (None: a branch pipeline)
 
 
 def title_style(settings: Settings) -> TitleStyle:
@@ -88,4 +89,5 @@ def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunConte
             [text for f in findings for text in (f.message, f.evidence)], title_style(settings)
         ),
         attempts=run.attempts,
+        pr_number=report.pr_number,
     )

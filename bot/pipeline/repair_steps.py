@@ -10,7 +10,7 @@ from bot.config import Settings
 from bot.db.models import RunState
 from bot.db.rows import violation_keys
 from bot.forges.base import Candidate
-from bot.forges.pr_text import compose, fixed_violations
+from bot.forges.pr_text import applied_codemods, compose, fixed_violations
 from bot.pipeline.already_fixed import fixed_on_base
 from bot.pipeline.repair_plan import branch_name, dedupe_key
 from bot.pipeline.repair_start import RunContext, title_style
@@ -109,4 +109,5 @@ def candidate_for(
         violations=fixed_violations(result),
         files=[c.path for c in result.changes],
         text=text,
+        codemods=applied_codemods(result),
     )

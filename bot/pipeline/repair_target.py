@@ -20,6 +20,7 @@ from bot.forges.local.repository import (
     resolve_local_repository,
 )
 from bot.git import GitError, resolve_commit
+from bot.pipeline.pr_pipeline import base_commit_for
 from bot.pipeline.repair_start import RunContext
 from bot.pipeline.run_state import Stop
 from bot.pipeline.task_base import TransientError
@@ -32,8 +33,11 @@ class Target:
     forge: Forge
     name: str  # ``owner/name`` on GitHub; the repository's path for the local forge
     repo: Path  # the git repository worktrees are made from: the target, or its mirror
-    base_sha: str  # the failing commit
+    base_sha: str  # the commit repaired: the failing one, or the base head (``notice_pr``)
     base_ref: str | None  # the branch the fix is for
+    # The PR whose pipeline failed because of a violation on the base branch: ``base_sha`` is
+    # then the base head, and the PR is told which fix carries it (bot.pipeline.fan_out).
+    notice_pr: int | None = None
 
 
 def resolve_target(settings: Settings, context: RunContext) -> Target | Stop:
@@ -65,8 +69,9 @@ def _on_github(settings: Settings, context: RunContext) -> Target | Stop:
     try:
         forge = GitHubForge(settings)
         mirror = sync_mirror(settings, name, forge.token())
-        base_sha = resolve_commit(mirror, context.commit)
         base_ref = context.base_ref or forge.default_branch(name)
+        on_base = _base_commit(settings, context, mirror, base_ref)
+        base_sha = on_base or resolve_commit(mirror, context.commit)
     except GitHubNotConfigured as exc:
         return Stop(RunState.ERROR, str(exc))
     except GitError as exc:
@@ -78,4 +83,20 @@ def _on_github(settings: Settings, context: RunContext) -> Target | Stop:
     refused = base_ref_problem(mirror, base_ref)
     if refused is not None:
         return Stop(RunState.ERROR, refused)
-    return Target(forge, name, mirror, base_sha, base_ref)
+    return Target(forge, name, mirror, base_sha, base_ref, context.pr_number if on_base else None)
+
+
+def _base_commit(
+    settings: Settings, context: RunContext, mirror: Path, base_ref: str
+) -> str | None:
+    """For a PR pipeline's failure: the base head when the root cause is there (None: not a
+    PR's, or the violations are the PR's own; see ``bot.pipeline.pr_pipeline``)."""
+    if context.pr_number is None:
+        return None
+    return base_commit_for(
+        repo=mirror,
+        base_ref=base_ref,
+        contract=context.contract,
+        classes=context.classes,
+        worktrees_dir=settings.worktrees_dir.resolve(),
+    )

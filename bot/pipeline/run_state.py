@@ -15,6 +15,7 @@ from bot.db.crud import move_run
 from bot.db.models import Fix, RepairRun, RunState
 from bot.db.session import session_scope
 from bot.forges.base import Extended, Linked, Opened, PublishOutcome
+from bot.pipeline.fan_out import record_notice
 from bot.runner.requests import request_verification
 
 AUTOMATIC = "repairbot (automatic)"
@@ -46,12 +47,21 @@ def still_live(settings: Settings, run_id: int) -> bool:
 
 
 def record_publication(
-    settings: Settings, run_id: int, outcome: PublishOutcome, note: str = ""
+    settings: Settings,
+    run_id: int,
+    outcome: PublishOutcome,
+    note: str = "",
+    *,
+    notice_pr: int | None = None,
+    verify: bool = True,
 ) -> None:
     """The run after ``forge.publish``: linked (duplicate), extended or opened (PR opened, and
     an opened fix is verified at once: the bot authored its branch, so it is trusted).
 
-    ``note`` follows the outcome's reason in the timeline (the stages' seconds)."""
+    ``note`` follows the outcome's reason in the timeline (the stages' seconds); ``notice_pr``:
+    the PR whose pipeline failed because of the base branch, told of the fix in the same
+    transaction (``bot.pipeline.fan_out``); ``verify``: False when the repository's autonomy is
+    ``pr`` (an opened fix is then not verified automatically)."""
     with session_scope(settings.resolved_database_url) as session:
         run = session.get_one(RepairRun, run_id)
         if RunState(run.state).terminal:
@@ -66,14 +76,22 @@ def record_publication(
             case Opened(fix_id=fix_id, reason=reason):
                 run.fix_id = fix_id
                 move_run(session, run=run, to=RunState.PR_OPENED, reason=_noted(reason, note))
-                request_verification(
-                    session,
-                    fix=session.get_one(Fix, fix_id),
-                    requested_by=AUTOMATIC,
-                    default_queue=settings.verify_default_queue,
-                )
+                if verify:
+                    request_verification(
+                        session,
+                        fix=session.get_one(Fix, fix_id),
+                        requested_by=AUTOMATIC,
+                        default_queue=settings.verify_default_queue,
+                    )
             case _:
                 assert_never(outcome)
+        if notice_pr is not None and run.fix_id is not None:
+            record_notice(
+                session,
+                pr_number=notice_pr,
+                fix=session.get_one(Fix, run.fix_id),
+                changed_fix=not isinstance(outcome, Linked),
+            )
 
 
 def _noted(reason: str, note: str) -> str:

@@ -2,18 +2,23 @@
 
 Tasks queued in a SAVEPOINT that rolls back are dropped with it, so a write that failed inside a
 group-committed batch (``bot.db.group_commit``) sends nothing while the rest of the batch does.
-Everything a commit releases goes out over one producer connection.
+Everything a commit releases goes out over one producer connection, and the embedded broker
+flushes it to disk once (``bot.queue.file_broker.one_sync``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
+from bot.db.group_commit import AFTER_COMMIT_WORK
+from bot.queue import file_broker
 from bot.queue.celery_app import app
 
 _PENDING_KEY = "repairbot_pending_tasks"
@@ -59,8 +64,17 @@ def _send_pending(session: Session) -> None:
     pending: list[_PendingTask] = session.info.pop(_PENDING_KEY, [])
     if not pending:
         return
+    deferred: list[Callable[[], None]] | None = session.info.get(AFTER_COMMIT_WORK)
+    if deferred is not None:  # a group commit: its release thread sends them, then answers
+        deferred.append(functools.partial(_send, pending))
+    else:
+        _send(pending)
+
+
+def _send(pending: list[_PendingTask]) -> None:
     try:
-        with app.producer_or_acquire() as producer:
+        # One flush to disk for all of them (the embedded broker's files; other brokers: no-op).
+        with file_broker.one_sync(), app.producer_or_acquire() as producer:
             for task in pending:
                 app.send_task(
                     task.task_name,

@@ -1,16 +1,28 @@
-"""The embedded default's broker: kombu's filesystem transport with atomic writes.
+"""The embedded default's broker: kombu's filesystem transport with atomic, durable writes.
 
 kombu writes a message file in place, so a consumer that lists the folder between the file's
 creation and its write reads an empty file and the worker dies on the JSON error (seen with
 concurrent producers). Here a message is written under a name no consumer looks at, then renamed
 into the queue in one step.
+
+Durable: a message is on disk before its send returns, except inside :func:`one_sync`, where
+every message sent is flushed to disk by a single ``syncfs`` when the block ends. A commit that
+releases 30 tasks (a group-committed batch of CI reports) then costs one flush instead of 30
+``fsync`` calls, which had taken half of the intake writer's time (profiled: 1.85 s of fsync in
+3.7 s of commits for 320 one-megabyte reports).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import logging
 import os
+import threading
 import uuid
-from functools import cached_property
+from collections.abc import Iterator
+from functools import cache, cached_property
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -19,6 +31,62 @@ from kombu.transport import TRANSPORT_ALIASES, filesystem
 from kombu.utils.json import dumps
 
 SCHEME = "durable-files"
+log = logging.getLogger(__name__)
+
+
+class _Deferred(threading.local):
+    """This thread's messages written but not yet flushed (None: flush each one at once)."""
+
+    written: list[str] | None = None
+
+
+_deferred = _Deferred()
+
+
+@cache
+def _syncfs() -> Any:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name, use_errno=True) if name else None
+    return getattr(libc, "syncfs", None)
+
+
+def flush_to_disk(paths: list[str]) -> None:
+    """Make the files at ``paths`` and their names durable: one ``syncfs`` of their filesystem
+    where the platform has it, else an ``fsync`` of each file and of its folder."""
+    if not paths:
+        return
+    syncfs = _syncfs()
+    if syncfs is not None:
+        fd = os.open(os.path.dirname(paths[0]), os.O_RDONLY)
+        try:
+            if syncfs(fd) == 0:
+                return
+            log.warning("syncfs failed (%s); syncing each message", os.strerror(ctypes.get_errno()))
+        finally:
+            os.close(fd)
+    for path in [*paths, *sorted({os.path.dirname(p) for p in paths})]:
+        with contextlib.suppress(FileNotFoundError):  # a message consumed already is durable
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+@contextlib.contextmanager
+def one_sync() -> Iterator[None]:
+    """Messages this thread sends inside the block are flushed together when it ends (before
+    the block's caller goes on). Nested blocks flush with the outermost one."""
+    if _deferred.written is not None:
+        yield
+        return
+    _deferred.written = []
+    try:
+        yield
+    finally:
+        written, _deferred.written = _deferred.written, None
+        flush_to_disk(written)
 
 
 class Channel(filesystem.Channel):
@@ -36,9 +104,12 @@ class Channel(filesystem.Channel):
         partial = final + ".part"
         with open(partial, "wb") as stream:
             stream.write(dumps(payload).encode())  # type: ignore[no-untyped-call]
-            stream.flush()
-            os.fsync(stream.fileno())
+            if _deferred.written is None:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(partial, final)
+        if _deferred.written is not None:
+            _deferred.written.append(final)
 
 
 class Transport(filesystem.Transport):

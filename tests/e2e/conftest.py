@@ -20,6 +20,7 @@ import pytest
 from bot.intake.webhook_auth import sign
 from tests import held_repair
 from tests.conftest import CI_TOKEN, SECRET
+from tests.fakes.github_api import TOKEN, FakeGitHub
 
 REPAIRBOT = str(Path(sys.executable).parent / "repairbot")
 
@@ -111,6 +112,53 @@ class Service:
         return "\n".join(
             f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log"))
         )
+
+
+def post_pipeline_failure(
+    client: httpx.Client,
+    console: bytes,
+    *,
+    repository: str,
+    build: int,
+    head: str,
+    pr: int | None = None,
+) -> dict[str, Any]:
+    """A failed ``L0_MergeRequest_PR`` build of ``head`` posted as Jenkins would (a PR pipeline's
+    when ``pr`` is given); the API's answer."""
+    params: dict[str, Any] = {
+        "pipeline": "L0_MergeRequest_PR",
+        "build_number": build,
+        "repository": repository,
+        "head_sha": head,
+        "base_ref": "main",
+        "stage": "H100_PCIe-PyTorch-1",
+        "build_url": f"https://jenkins.invalid/job/L0_MergeRequest_PR/{build}/",
+        **({"pr_number": pr} if pr is not None else {}),
+    }
+    answer = client.post(
+        "/api/v1/ci-failures",
+        params=params,
+        content=console,
+        headers={"Authorization": f"Bearer {CI_TOKEN}"},
+    )
+    answer.raise_for_status()
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def github_service(
+    make_service: Callable[..., Service], github_api: FakeGitHub, **extra: str
+) -> Service:
+    """A started API whose GitHub is the double (writes unpaced), with ``extra`` settings."""
+    built = make_service(
+        github_api_url=github_api.url,
+        github_token=TOKEN,
+        github_git_url_template=github_api.git_url_template,
+        github_seconds_between_writes="0",
+        **extra,
+    )
+    built.start_api()
+    return built
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import pytest
 from bot.cli.demo_target import build_target, run_tests, wait_for_runs, wait_for_verification
 from bot.git import commit_all, fresh_worktree, git
 from fixers.sweep import fix, write_changes
-from tests.conftest import CI_TOKEN
-from tests.fakes.github_api import TOKEN
+from tests.e2e.conftest import github_service, post_pipeline_failure
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = "acme/trt"
@@ -30,35 +29,12 @@ def failing(tmp_path_factory):
 @pytest.fixture
 def service(make_service, github_api, failing):
     github_api.create_repo(REPO, failing[0])
-    built = make_service(
-        github_api_url=github_api.url,
-        github_token=TOKEN,
-        github_git_url_template=github_api.git_url_template,
-        github_seconds_between_writes="0",
-    )
-    built.start_api()
-    return built
+    return github_service(make_service, github_api)
 
 
 def _post(client, failing, build: int):
     _, head, console = failing
-    params = {
-        "pipeline": "L0_MergeRequest_PR",
-        "build_number": build,
-        "repository": REPO,
-        "head_sha": head,
-        "base_ref": "main",
-        "stage": "H100_PCIe-PyTorch-1",
-        "build_url": f"https://jenkins.invalid/job/L0_MergeRequest_PR/{build}/",
-    }
-    answer = client.post(
-        "/api/v1/ci-failures",
-        params=params,
-        content=console,
-        headers={"Authorization": f"Bearer {CI_TOKEN}"},
-    )
-    answer.raise_for_status()
-    return answer.json()
+    return post_pipeline_failure(client, console, repository=REPO, build=build, head=head)
 
 
 def _wait(predicate, service, timeout_s=120):
@@ -128,14 +104,7 @@ def test_ten_failures_of_one_violation_give_one_pr_and_nine_links(service, githu
 
 def test_a_github_pr_is_verified_and_the_verdict_reported_on_it(make_service, github_api, failing):
     github_api.create_repo(REPO, failing[0])
-    service = make_service(
-        github_api_url=github_api.url,
-        github_token=TOKEN,
-        github_git_url_template=github_api.git_url_template,
-        github_seconds_between_writes="0",
-        verify_fallback_after_s="1",
-    )
-    service.start_api()
+    service = github_service(make_service, github_api, verify_fallback_after_s="1")
     with service.client() as client:
         wait_for_runs(client, _post(client, failing, 1)["url"], timeout_s=180)
         [fix_row] = client.get("/api/v1/fixes").json()

@@ -90,7 +90,7 @@ def test_a_commit_adding_a_violation_is_blocked_until_check_fix(tmp_path: Path) 
     assert blocked.returncode != 0
     output = blocked.stdout + blocked.stderr
     assert "repairbot check" in output and "Failed" in output
-    assert "pkg/new.py:4: forbidden-override (rename)" in output
+    assert "pkg/new.py:5: forbidden-override (rename)" in output
     assert _run(repo, env, "git", "rev-list", "--count", "HEAD").stdout.strip() == "2"
 
     fixed = _run(repo, env, str(BIN / "repairbot"), "check", "--fix")

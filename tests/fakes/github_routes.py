@@ -162,6 +162,20 @@ def get_comment(state: FakeGitHub, request: Request) -> Answer:
     return (200, comment) if comment else _not_found()
 
 
+def edit_comment(state: FakeGitHub, request: Request) -> Answer:
+    repo = _repo(state, request)
+    comment = repo.find_comment(int(request.match["id"])) if repo else None
+    body = (request.body or {}).get("body")
+    if comment is None:
+        return _not_found()
+    if not isinstance(body, str) or not body:
+        return 422, {"message": "Validation Failed", "errors": [{"field": "body"}]}
+    if len(body) > 65536:
+        return 422, {"message": "Validation Failed: body is too long (maximum is 65536 characters)"}
+    comment["body"], comment["updated_at"] = body, timestamp()
+    return 200, comment
+
+
 def create_reaction(state: FakeGitHub, request: Request) -> Answer:
     repo = _repo(state, request)
     comment_id = int(request.match["id"])
@@ -273,6 +287,7 @@ ROUTES: list[Route] = [
     _route("GET", REPO + r"/issues/(?P<number>\d+)/comments", list_comments, "issue-comment"),
     _route("POST", REPO + r"/issues/(?P<number>\d+)/comments", create_comment, "issue-comment"),
     _route("GET", REPO + r"/issues/comments/(?P<id>\d+)", get_comment, "issue-comment"),
+    _route("PATCH", REPO + r"/issues/comments/(?P<id>\d+)", edit_comment, "issue-comment"),
     _route("POST", REPO + r"/issues/comments/(?P<id>\d+)/reactions", create_reaction, "reaction"),
     _route("POST", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", create_status, "status"),
     _route("GET", REPO + r"/commits/(?P<sha>[^/]+)", get_commit, "commit"),

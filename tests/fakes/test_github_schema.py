@@ -264,6 +264,8 @@ def test_a_whole_pull_request_through_every_route_stays_in_the_schema(tmp_path: 
         )
         again = _call(state, "GET", f"/repos/acme/trt/issues/comments/{comment['id']}")
         assert again["reactions"]["+1"] == again["reactions"]["total_count"] == 1
+        path = f"/repos/acme/trt/issues/comments/{comment['id']}"
+        assert _call(state, "PATCH", path, {"body": "edited"})["body"] == "edited"
         assert len(_call(state, "GET", f"/repos/acme/trt/issues/{number}/comments")) == 1
         head = pull["head"]["sha"]
         _call(

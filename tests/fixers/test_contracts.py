@@ -14,6 +14,7 @@ from fixers.contracts import (
     contract_from_option,
     contracts_from_findings,
     load_config,
+    parse_config,
     parse_python_floor,
 )
 from fixers.failures import Finding
@@ -162,3 +163,29 @@ def test_infer_contract_from_init_subclass_guard() -> None:
     assert contract.restore_hook == "_cleanup"
     assert contract.metadata_params == ("ctx", "state")
     assert contract.source == "inferred from pkg/runner.py:4"
+
+
+@pytest.mark.parametrize(
+    ("text", "command", "error"),
+    [
+        ("", None, None),
+        ('[fan_out]\nrerun_command = "/bot run"\n', "/bot run", None),
+        ('[fan_out]\nrerun_command = "  /bot run --debug "\n', "/bot run --debug", None),
+        ("[fan_out]\n", None, None),
+        ("fan_out = 3\n", None, "[fan_out]: must be a table"),
+        ("[fan_out]\nrerun_command = 5\n", None, "'rerun_command' must be a non-empty string"),
+        ('[fan_out]\nrerun_command = " "\n', None, "'rerun_command' must be a non-empty string"),
+        ('[fan_out]\nrerun_command = "/bot run\\n/bot kill"\n', None, "must be one line"),
+        (f'[fan_out]\nrerun_command = "{"x" * 201}"\n', None, "one line, 200 chars at most"),
+    ],
+)
+def test_fan_out_rerun_command(
+    tmp_path: Path, text: str, command: str | None, error: str | None
+) -> None:
+    config = parse_config(text, tmp_path)
+    assert config.rerun_command == command
+    if error is None:
+        assert config.errors == ()
+    else:
+        [problem] = config.errors
+        assert error in problem

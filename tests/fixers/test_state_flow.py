@@ -18,19 +18,19 @@ from tests.fixers.trees import python_files
 
 TREE = Path(__file__).parents[1] / "fixtures" / "state_flow"
 
-EXPECTED = [
-    ("pkg/workers/bracketed.py:5", "forbidden-override", "rename"),
-    ("pkg/workers/branch_steps.py:6", "forbidden-override", "rename"),
-    ("pkg/workers/inherited_save.py:6", "forbidden-override", "rename"),
+EXPECTED = [  # a forbidden override is located at its ``def``: where the reviewer looks
+    ("pkg/workers/bracketed.py:19", "forbidden-override", "rename"),
+    ("pkg/workers/branch_steps.py:11", "forbidden-override", "rename"),
+    ("pkg/workers/inherited_save.py:7", "forbidden-override", "rename"),
     ("pkg/workers/inherited_save.py:8", "transient-state", None),
-    ("pkg/workers/inherited_save.py:17", "forbidden-override", "rename"),
-    ("pkg/workers/parallel_draft.py:5", "forbidden-override", "rename"),
+    ("pkg/workers/inherited_save.py:18", "forbidden-override", "rename"),
+    ("pkg/workers/parallel_draft.py:14", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:16", "deferred-fixup", "pending-flag"),
-    ("pkg/workers/parallel_draft.py:27", "forbidden-override", "rename"),
+    ("pkg/workers/parallel_draft.py:28", "forbidden-override", "rename"),
     ("pkg/workers/parallel_draft.py:30", "deferred-fixup", None),
-    ("pkg/workers/rewind_helpers.py:6", "forbidden-override", "rename"),
     ("pkg/workers/rewind_helpers.py:20", "deferred-fixup", "pending-flag"),
-    ("pkg/workers/tree_draft.py:5", "forbidden-override", "rename"),
+    ("pkg/workers/rewind_helpers.py:27", "forbidden-override", "rename"),
+    ("pkg/workers/tree_draft.py:10", "forbidden-override", "rename"),
     ("pkg/workers/tree_draft.py:11", "transient-state", "snapshot"),
     ("pkg/workers/warmup.py:13", "transient-state", "snapshot"),
 ]

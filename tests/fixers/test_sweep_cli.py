@@ -94,7 +94,7 @@ def test_text_output_prints_locations_verbatim(tree: Path) -> None:
     late = tree / "pkg" / "workers" / "late.py"
     late.write_text(
         "from pkg.base import SpecWorkerBase\n"
-        + "# padding\n" * 98
+        + "# padding\n" * 97
         + "class LateWorker(SpecWorkerBase):\n"
         + "    def forward(self, x):\n"
         + "        return x\n"

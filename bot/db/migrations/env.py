@@ -5,10 +5,10 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from bot.db.models import Base
+from bot.db.schema import METADATA
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = METADATA
 
 
 def run_migrations() -> None:

@@ -270,6 +270,16 @@ class GitHubApi:
             find=find,
         )
 
+    def edit_comment(
+        self, repository: str, number: int, comment_id: int, body: str, *, key: str
+    ) -> None:
+        """Replace the text of a comment posted by ``post_comment`` with ``key`` (its hidden
+        marker kept, so it is still found); the same edit twice is harmless, so a plain retry."""
+        text = body[:COMMENT_MAX] + f"\n\n{_marker(key)}"
+        self._read(
+            lambda: self.repo(repository).get_issue(number).get_comment(comment_id).edit(text)
+        )
+
     def react(
         self, session: Session | None, repository: str, number: int, comment_id: int, content: str
     ) -> None:

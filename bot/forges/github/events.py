@@ -72,6 +72,7 @@ class CommentEvent:
     body: str
     login: str
     user_type: str
+    pr_author: str = ""  # who opened the PR (``issue.user.login``)
 
 
 def comment_event(payload: dict[str, Any]) -> CommentEvent | None:
@@ -91,7 +92,8 @@ def comment_event(payload: dict[str, Any]) -> CommentEvent | None:
         return None
     assert action and repository and number and comment_id and login and body is not None
     user_type = _str(payload, "comment", "user", "type") or "User"
-    return CommentEvent(action, repository, number, comment_id, body, login, user_type)
+    pr_author = _str(payload, "issue", "user", "login") or ""
+    return CommentEvent(action, repository, number, comment_id, body, login, user_type, pr_author)
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class PullRequestEvent:
     merge_commit_sha: str | None
     author: str
     sender: str = ""  # who did it (the one who closed it, for ``closed``)
+    labels: tuple[str, ...] | None = None  # the PR's labels after the event (None: not sent)
 
 
 def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
@@ -138,7 +141,14 @@ def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
         merge_commit_sha=_str(pull, "merge_commit_sha"),
         author=_str(pull, "user", "login") or "",
         sender=_str(payload, "sender", "login") or "",
+        labels=_labels(_get(pull, "labels")),
     )
+
+
+def _labels(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return tuple(name for label in value if isinstance(name := _get(label, "name"), str))
 
 
 @dataclass(frozen=True)

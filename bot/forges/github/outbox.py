@@ -21,7 +21,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.models import GitHubWrite, utcnow
+from bot.db.github_writes import GitHubWrite
+from bot.db.models import utcnow
 from bot.db.session import session_scope
 from bot.forges.github import retry
 

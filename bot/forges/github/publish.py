@@ -25,10 +25,11 @@ from bot.db.models import Fix, FixState
 from bot.db.rows import violation_key
 from bot.db.session import session_scope
 from bot.forges.base import Candidate, Extended, Linked, Opened, PublishOutcome
+from bot.forges.branch_guard import BranchGuarded, push_refusal
 from bot.forges.fix_rows import fix_row, insert_fix
 from bot.forges.github.api import GitHubApi, PullInfo
 from bot.forges.github.mirror import push_branch, sync_mirror
-from bot.forges.pr_text import fixed_violations
+from bot.forges.pr_text import applied_codemods, fixed_violations
 from bot.git import (
     GitError,
     commit_all,
@@ -144,6 +145,7 @@ def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Open
         row = session.get_one(Fix, fix_id)
         row.number, row.url, row.pr_number = int(pull.remote_id), pull.url, int(pull.remote_id)
         row.head_sha, row.diff = head, diff(c.repo, c.base_sha, head)
+        row.bot_head_sha = head  # what a merge is compared with: did a human edit it?
         return Opened(fix_id, f"PR #{row.number} on {c.branch}")
 
 
@@ -165,17 +167,24 @@ class _Pushed:
     head: str
     added: list[str]
     written: list[str]
+    codemods: tuple[str, ...] = ()
 
 
 def extend(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> PublishOutcome:
-    """Push a commit fixing the new violations to our open PR for the same contract."""
+    """Push a commit fixing the new violations to our open PR for the same contract
+    (``BranchGuarded`` when its last commits are bots' with another bot among them:
+    ``bot.forges.branch_guard``)."""
     with session_scope(settings.resolved_database_url) as session:
         row = session.get_one(Fix, fix_id)
         assert row.number is not None
         pr = _OpenPull(fix_id, row.branch, row.number, row.url, row.head_sha)
+    ref = f"refs/heads/{pr.branch}"
+    refusal = push_refusal(settings, c.repo, ref, branch=pr.branch, own_branch=True)
+    if refusal is not None:
+        raise BranchGuarded(refusal)  # the run ends loop_guarded (bot.pipeline.loop_guard)
     worktree = settings.worktrees_dir.resolve() / f"extend-{fix_id}-{uuid4().hex[:8]}"
     try:
-        fresh_worktree(c.repo, worktree, f"refs/heads/{pr.branch}")
+        fresh_worktree(c.repo, worktree, ref)
         pushed = _push_new_fixes(settings, api, c, pr, worktree)
     finally:
         remove_worktree(c.repo, worktree)
@@ -229,7 +238,7 @@ def _push_new_fixes(
         token=api.token(),
         force=False,
     )
-    return _Pushed(head, added, written)
+    return _Pushed(head, added, written, applied_codemods(result))
 
 
 def _record_extension(
@@ -238,7 +247,8 @@ def _record_extension(
     """The fix row grows by the pushed commit, and the PR says so."""
     with session_scope(settings.resolved_database_url) as session:
         row = session.get_one(Fix, pr.fix_id)
-        row.head_sha = pushed.head
+        row.head_sha = row.bot_head_sha = pushed.head
+        row.codemods = sorted({*row.codemods, *pushed.codemods})
         row.violations = [*row.violations, *pushed.added]
         row.violation_keys = sorted({*row.violation_keys, *c.violation_keys})
         row.files = sorted({*row.files, *pushed.written})

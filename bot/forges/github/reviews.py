@@ -43,6 +43,10 @@ from bot.forges.github.review_text import (
 )
 from bot.forges.review_plan import ReviewPlan, Suggestion
 
+# Suggestions only: the bot never approves (nor requests changes on) any PR, its own least of
+# all; merging is a human's decision, and nothing in the bot calls a merge endpoint.
+REVIEW_EVENT = "COMMENT"
+
 
 @dataclass(frozen=True)
 class _Ours:
@@ -219,6 +223,11 @@ def _create(sync: _Sync, plan: ReviewPlan) -> Written:
     )
 
 
+def _is_own(api: GitHubApi, pull: PullRequest) -> bool:
+    """Whether ``pull`` was opened by the bot itself: it never reviews (so never approves) one."""
+    return pull.user.login.lower() == api.settings.github_bot_login.lower()
+
+
 def _submit(
     sync: _Sync, plan: ReviewPlan, commit: Commit, inline: Sequence[Suggestion]
 ) -> PullRequestReview:
@@ -226,7 +235,7 @@ def _submit(
     return sync.pull.create_review(
         commit=commit,
         body=review_body(plan, demoted, _prefix(sync)),
-        event="COMMENT",
+        event=REVIEW_EVENT,
         comments=[_comment(s) for s in inline],
     )
 
@@ -240,6 +249,8 @@ def sync_contract_review(
     ``bot.forges.github.outbox.write_once``).
     """
     pull = api.read(lambda: api.repo(repository).get_pull(number))
+    if _is_own(api, pull):
+        return f"not reviewing #{number}: it is repairbot's own PR (never reviewed by the bot)"
     sync = _Sync(session, api, repository, pull)
     ours = sync.ours()
     if plan.clean:

@@ -36,6 +36,6 @@ def _record(settings: Settings, c: Candidate, head: str) -> PublishOutcome:
         inserted = insert_fix(session, c, row, lost_race="another run opened the same fix first")
         if isinstance(inserted, Linked):
             return inserted
-        row.number = row.id
+        row.number, row.bot_head_sha = row.id, head
         row.url = f"{settings.public_url}/fixes/{row.id}"
         return Opened(row.id, f"fix #{row.id} on {c.branch}")

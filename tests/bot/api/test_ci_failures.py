@@ -84,6 +84,26 @@ def test_a_console_logs_failures_are_counted_at_triage(client, settings, task_se
     assert report["classified_at"] is not None and report["failure_count"] == 9
 
 
+def test_a_large_log_is_stored_compressed_and_triage_reads_it_whole(
+    client, settings, task_settings
+):
+    from bot.pipeline.triage import triage_report
+
+    task_settings(settings)
+    padding = b"".join(b"[build] compiling kernel %d\n" % i for i in range(40_000))
+    log = padding + CONSOLE  # about 1 MB, the failures at the end
+    posted = client.post(
+        "/api/v1/ci-failures?pipeline=L0&build_number=13", content=log, headers=AUTH
+    )
+    assert posted.status_code == 202, posted.text
+    with session_scope(settings.resolved_database_url) as session:
+        delivery = session.scalars(select(Delivery)).one()
+        assert delivery.body_codec == "lz4" and len(delivery.body) < len(log) // 2
+        assert delivery.content() == log
+    triage_report(settings, posted.json()["report_id"])
+    assert client.get(posted.json()["url"]).json()["failure_count"] == 9
+
+
 def test_analysis_document_is_idempotent_on_pipeline_and_build(client, settings):
     first = client.post("/api/v1/ci-failures", content=_analysis(), headers=AUTH)
     again = client.post("/api/v1/ci-failures", content=_analysis(), headers=AUTH)

@@ -58,7 +58,7 @@ def test_a_new_override_exits_1_with_its_line(repo: Path) -> None:
     proc = _check(repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert (
-        "pkg/new.py:4: forbidden-override (rename) NewWorker overrides SpecWorkerBase.forward"
+        "pkg/new.py:5: forbidden-override (rename) NewWorker overrides SpecWorkerBase.forward"
         in proc.stdout
     )
     assert "OldWorker" not in proc.stdout
@@ -79,7 +79,7 @@ def test_a_commit_on_a_feature_branch_is_compared_with_the_fork_point(repo: Path
     commit_all(repo, "committed, not only staged")
     proc = _check(repo)
     assert proc.returncode == 1, proc.stdout
-    assert "pkg/new.py:4: forbidden-override" in proc.stdout
+    assert "pkg/new.py:5: forbidden-override" in proc.stdout
     assert _check(repo, "--base", "HEAD").returncode == 0  # against itself: nothing new
 
 
@@ -90,19 +90,19 @@ def test_github_annotations_escape_a_hostile_file_name(repo: Path) -> None:
     assert proc.returncode == 1, proc.stdout
     (annotation,) = [line for line in proc.stdout.splitlines() if line.startswith("::")]
     assert annotation == (
-        "::error file=pkg/we%2Cird%3Ana%25me [red]x[/red] é.py,line=4,"
+        "::error file=pkg/we%2Cird%3Ana%25me [red]x[/red] é.py,line=5,"
         "title=repairbot forbidden-override::NewWorker overrides SpecWorkerBase.forward; "
         "rename it to _forward_impl [fix: repairbot check --fix (rename)]"
     )
     plain = _check(repo)
-    assert f"{name}:4: forbidden-override (rename)" in plain.stdout  # markup shown, not applied
+    assert f"{name}:5: forbidden-override (rename)" in plain.stdout  # markup shown, not applied
 
 
 def test_only_github_actions_true_turns_annotations_on(repo: Path) -> None:
     _add_new_worker(repo)
     odd = _check(repo, env={"GITHUB_ACTIONS": "maybe"})
     assert odd.returncode == 1, odd.stderr  # any other value: plain lines, not a usage error
-    assert "pkg/new.py:4: forbidden-override (rename)" in odd.stdout
+    assert "pkg/new.py:5: forbidden-override (rename)" in odd.stdout
     assert "::error" not in _check(repo, "--plain", github=True).stdout
     assert "::error file=pkg/new.py" in _check(repo, "--github-annotations").stdout
 
@@ -175,7 +175,7 @@ def test_a_subdirectory_prints_paths_from_the_top(repo: Path) -> None:
     _add_new_worker(repo)
     proc = _check(repo, "pkg", github=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "::error file=pkg/new.py,line=4," in proc.stdout
+    assert "::error file=pkg/new.py,line=5," in proc.stdout
 
 
 def test_file_names_from_pre_commit_are_accepted_and_the_whole_tree_checked(repo: Path) -> None:
@@ -185,7 +185,7 @@ def test_file_names_from_pre_commit_are_accepted_and_the_whole_tree_checked(repo
     git(repo, "add", "pkg/good.py")
     proc = _check(repo, "pkg/good.py")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "pkg/new.py:4: forbidden-override" in proc.stdout
+    assert "pkg/new.py:5: forbidden-override" in proc.stdout
 
 
 def test_inside_a_git_hook_the_base_is_read_from_its_own_index(repo: Path) -> None:

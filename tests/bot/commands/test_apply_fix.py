@@ -225,7 +225,7 @@ def test_bot_lines_on_a_pr_that_is_not_ours_stay_the_repositorys_ci_bots(
     _ask(gh_settings, github_api, number, text="/bot run\n/repairbot help", login="reader")
     assert _queued(gh_settings) == []
     [listing] = _replies(repo, number)  # only the /repairbot line was ours
-    assert "usage: /repairbot [-h] {apply-fix,unsuppress} ..." in listing
+    assert "usage: /repairbot [-h] {apply-fix,unsuppress,opt-out,opt-in} ..." in listing
     assert "- `/repairbot apply-fix`: fix every contract violation" in listing
     assert [a[2] for a in _audit(gh_settings)] == ["ignored", "help"]
     assert repo.sha(f"refs/heads/{FEATURE}") == head

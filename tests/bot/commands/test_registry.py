@@ -37,6 +37,8 @@ def test_discovery_finds_every_command_module_in_order():
         "reuse-pipeline",
         "apply-fix",
         "unsuppress",
+        "opt-out",
+        "opt-in",
         "help",
     )
     assert discover() is registry() is discover("bot.commands")  # the default package, cached
@@ -61,6 +63,8 @@ def test_who_may_use_each_command_is_declared_by_its_spec():
         "reuse-pipeline": (Permission.WRITE, True, "accepted"),
         "apply-fix": (Permission.WRITE, False, "queued"),
         "unsuppress": (Permission.WRITE, False, "accepted"),
+        "opt-out": (Permission.AUTHOR, False, "accepted"),
+        "opt-in": (Permission.AUTHOR, False, "accepted"),
         "help": (Permission.ANYONE, False, "help"),
     }
 
@@ -114,6 +118,8 @@ def test_a_new_module_is_discovered_parsed_listed_and_given_help(tmp_path):
             "ping",
             "apply-fix",
             "unsuppress",
+            "opt-out",
+            "opt-in",
             "help",
         )
         assert commands.parse("/bot ping --times 2") == ParsedCommand("ping", {"times": 2})
@@ -144,6 +150,8 @@ def test_a_module_without_a_command_constant_is_not_a_command(tmp_path):
             "reuse-pipeline",
             "apply-fix",
             "unsuppress",
+            "opt-out",
+            "opt-in",
             "help",
         )
 
@@ -183,10 +191,12 @@ def test_each_scope_has_its_prefix_its_parser_and_its_help():
     assert [spec.name for spec in commands.in_scope(Scope.ANY_PR)] == [
         "apply-fix",
         "unsuppress",
+        "opt-out",
+        "opt-in",
         "help",
     ]
     assert commands.parser(Scope.ANY_PR).format_usage().strip() == (
-        "usage: /repairbot [-h] {apply-fix,unsuppress} ..."
+        "usage: /repairbot [-h] {apply-fix,unsuppress,opt-out,opt-in} ..."
     )
     assert commands.parser(Scope.ANY_PR, "/rb").format_usage().startswith("usage: /rb [-h]")
     assert commands.parse("/rb apply-fix", prefix="/rb") == ParsedCommand("apply-fix", {})

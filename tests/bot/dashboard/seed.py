@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -13,6 +14,7 @@ from bot.db.models import (
     Fix,
     FixComment,
     RepairRun,
+    Suppression,
     Transition,
     Verification,
 )
@@ -88,6 +90,7 @@ def fix(
     signature: str = "contract-forward-override",
     created: datetime | None = None,
     received: datetime | None = None,
+    codemods: list[str] | None = None,
 ) -> Fix:
     """A report, its run with the full timeline, and the fix PR it opened."""
     received = received or T0 + timedelta(minutes=n)
@@ -108,6 +111,8 @@ def fix(
         violations=[f"workers/mtp.py:10 `MTPWorker{n}` (forward-override)"],
         diff=DIFF,
         state=state,
+        codemods=["rename_forbidden"] if codemods is None else codemods,
+        bot_head_sha="b" * 40,
         created_at=created,
         closed_at=created + timedelta(hours=1) if state != "open" else None,
     )
@@ -220,3 +225,72 @@ def conversation(
         )
     )
     session.flush()
+
+
+# ----- the quality figures (issue 15): every outcome, known counts -------------------------
+OTHER = "abstract-missing-hook"
+H100 = "NVIDIA H100 PCIe"
+EDIT = """diff --git a/workers/mtp.py b/workers/mtp.py
+--- a/workers/mtp.py
++++ b/workers/mtp.py
+@@ -11,3 +11,3 @@
+-    def _forward_impl(self, input_ids):
++    def _forward_impl(self, input_ids: "<script>alert(1)</script>"):
+"""
+
+
+def _merged(session: Session, n: int, edits: bool | None, **kw: Any) -> Fix:
+    row = fix(session, n=n, state="merged", **kw)
+    row.merged_with_edits = edits
+    row.merged_head_sha = "c" * 40 if edits else row.bot_head_sha
+    row.human_edit_diff = EDIT if edits else None
+    return row
+
+
+def outcomes(session: Session) -> dict[int, Fix]:
+    """Nine opened fix PRs with every outcome, verifications on two devices, one unopened row.
+
+    Signature ``contract-forward-override`` (codemod ``rename_forbidden``): 1 merged unchanged,
+    2 merged unchanged then reverted, 3 merged after edits, 4 closed unmerged, 5 open,
+    6 superseded, 7 merged before outcomes were kept. ``abstract-missing-hook`` (codemods
+    ``add_hook_stub`` and ``rename_forbidden``): 8 merged unchanged, 9 open. 10: reserved, no PR.
+    """
+    fixes = {
+        1: _merged(session, 1, False),
+        2: _merged(session, 2, False),
+        3: _merged(session, 3, True),
+        4: fix(session, n=4, state="closed"),
+        5: fix(session, n=5),
+        6: fix(session, n=6, state="superseded"),
+        7: _merged(session, 7, None),
+    }
+    both = ["add_hook_stub", "rename_forbidden"]
+    fixes[8] = _merged(session, 8, False, signature=OTHER, codemods=both)
+    fixes[9] = fix(session, n=9, signature=OTHER, codemods=both)
+    fixes[10] = fix(session, n=10, signature=OTHER, codemods=both)
+    fixes[10].number = None  # reserved by a run, never opened: not counted
+    session.add(
+        Suppression(
+            repository=fixes[2].repository,
+            dedupe_key=fixes[2].dedupe_key,
+            reason="reverted",
+            fix_id=fixes[2].id,
+            decided_by="a revert on the base branch",
+        )
+    )
+    # Each finished verification runs 57 s (started 3 s after its request, finished at 60 s);
+    # failure → finished is 105 + n s (failure at T0 + n min, PR 40 + n s later, +5 s, +60 s).
+    verification(session, fixes[1], device="cpu")
+    verification(session, fixes[2], device=H100, on_requested_device=True)
+    verification(session, fixes[3], device="cpu")
+    verification(session, fixes[4], device="cpu", verdict="still_failing")
+    verification(session, fixes[8], device=H100, on_requested_device=True)
+    verification(session, fixes[5], device="cpu", verdict=None, state="running")
+    verification(session, fixes[9], device=None, verdict=None, state="queued")
+    # A later "fixed" verdict of fix 1 does not move its time: the first one counts.
+    later = verification(session, fixes[1], device="cpu")
+    assert later.started_at is not None and later.finished_at is not None
+    later.started_at += timedelta(hours=1)
+    later.finished_at += timedelta(hours=1)
+    session.flush()
+    return fixes

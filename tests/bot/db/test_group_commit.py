@@ -1,11 +1,13 @@
 """``bot.db.group_commit``: concurrent writes of one delivery id store one row; a write that fails
-inside a batch is rolled back alone, with its queued task; coroutines share batches.
+inside a batch is rolled back alone, with its queued task; coroutines share batches; callers
+hear back after their tasks were sent, while the writer commits the next batch.
 SQLite and PostgreSQL, the real filesystem broker."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.db.group_commit import ONE_BY_ONE, GroupCommitter, WriteKind
+from bot.db.group_commit import AFTER_COMMIT_WORK, ONE_BY_ONE, GroupCommitter, WriteKind
 from bot.db.models import CiFailure, Delivery
 from bot.db.session import session_factory, session_scope
 from bot.intake.deliveries import (
@@ -152,3 +154,58 @@ def test_a_coroutines_failing_write_raises_in_it(queued):
     with pytest.raises(IntegrityError):
         asyncio.run(send())
     writer.close()
+
+
+def test_callers_hear_back_after_their_tasks_are_sent(queued):
+    writer = _committer(queued)
+    delivery = GitHubDelivery("sent-first", "issue_comment", "created", b'{"action": "created"}')
+    recorded = writer.submit_item(RECORD, delivery).result(timeout=60)
+    # Answered: its task is already in the broker (the release thread sent it, then answered).
+    assert sent_tasks(queued) == [(task_names.PROCESS_DELIVERY, [recorded.delivery_id])]
+    writer.close()
+
+
+def test_the_next_batch_commits_while_the_last_ones_work_is_still_running(queued):
+    writer = _committer(queued)
+    sending, release = threading.Event(), threading.Event()
+
+    def slow_send() -> None:  # stands for a broker that takes its time
+        sending.set()
+        release.wait(timeout=60)
+
+    def leaves_slow_work(session: Session) -> str:
+        session.info[AFTER_COMMIT_WORK].append(slow_send)
+        return "first"
+
+    first = writer.submit(leaves_slow_work)
+    assert sending.wait(timeout=60)
+    second = writer.submit(
+        lambda session: record_delivery(session, GitHubDelivery("while", "x", None, b""))
+    )
+    _wait_for(lambda: _delivery_rows(queued) == ["github:while"])  # committed meanwhile
+    assert not first.done() and not second.done()  # answers wait for the work, in order
+    release.set()
+    assert first.result(timeout=60) == "first"
+    assert second.result(timeout=60).outcome is DeliveryOutcome.IGNORED
+    writer.close()
+
+
+def test_work_that_fails_after_the_commit_still_answers(queued):
+    writer = _committer(queued)
+
+    def broken() -> None:
+        raise OSError("broker folder gone")
+
+    def leaves_broken_work(session: Session) -> int:
+        session.info[AFTER_COMMIT_WORK].append(broken)
+        return 7
+
+    assert writer.submit(leaves_broken_work).result(timeout=60) == 7  # committed: answered
+    writer.close()
+
+
+def _wait_for(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.02)

@@ -95,7 +95,7 @@ def test_a_rename_and_a_stub_become_suggestions_on_the_exact_lines(tmp_path: Pat
     assert _apply(change.before, plan.suggestions) == change.after
     assert not plan.clean and len(plan.violations) == 2
     assert all(line.endswith("fixed by a suggestion below") for line in plan.violations)
-    assert plan.violations[0].startswith("`pkg/workers.py:11` `BadWorker` (forbidden-override)")
+    assert plan.violations[0].startswith("`pkg/workers.py:14` `BadWorker` (forbidden-override)")
 
 
 def test_the_snapshot_fix_is_a_patch_git_apply_takes_at_the_head(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_lines_follow_the_head_when_the_base_added_lines_above(tmp_path: Path) -
     assert [(s.start_line, s.line) for s in plan.suggestions] == [(14, 14), (21, 21)]
     fixed = _apply(WORKERS, plan.suggestions)
     assert "def forward" not in fixed and fixed.count("def _forward_impl") == 3
-    assert plan.violations[0].startswith("`pkg/workers.py:11`")  # the head's line, not 14
+    assert plan.violations[0].startswith("`pkg/workers.py:14`")  # the head's line, not 17
 
 
 def test_a_region_the_head_has_differently_becomes_a_patch_for_the_merge(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.db.models import ContractCheck
+from bot.db.contract_checks import ContractCheck
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.pipeline.contract_check import check_pull

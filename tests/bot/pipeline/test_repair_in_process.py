@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,9 +13,18 @@ from sqlalchemy import select
 from bot.app import create_app
 from bot.cli.demo_target import build_target
 from bot.db.crud import move_run
-from bot.db.models import CiFailure, Delivery, RepairRun, RunState, Transition, utcnow
+from bot.db.models import (
+    CiFailure,
+    CommandInvocation,
+    Delivery,
+    RepairRun,
+    RunState,
+    Transition,
+    utcnow,
+)
 from bot.db.session import session_scope
 from bot.pipeline.reconcile import reconcile_once
+from bot.queue.names import APPLY_FIX
 from tests.conftest import CI_TOKEN
 
 LOGS = Path(__file__).parents[2] / "fixtures" / "logs"
@@ -137,9 +147,29 @@ def test_reconciler_resends_stale_work_once_per_period(use_settings):
             dispatched_at=utcnow() - timedelta(seconds=60),
         )
         session.add(lost)
-    assert reconcile_once(use_settings) == 3
+        long_ago, now = utcnow() - timedelta(seconds=60), utcnow()
+        for outcome, sent_at in (("queued", long_ago), ("queued", now), ("pushed", long_ago)):
+            session.add(  # an apply-fix whose message was lost; one just sent; one answered
+                CommandInvocation(
+                    repository="o/r",
+                    pr_number=5,
+                    author="maintainer",
+                    text="/repairbot apply-fix",
+                    command="apply-fix",
+                    outcome=outcome,
+                    comment_id=4_000_000_001,  # GitHub's comment ids pass 2**31
+                    sent_at=sent_at,
+                )
+            )
+    assert reconcile_once(use_settings) == 4
     assert reconcile_once(use_settings) == 0  # touched: not stale again yet
-    assert len(list(folder.glob("*.msg"))) == sent_by_api + 3
+    sent = sorted(folder.glob("*.msg"), key=lambda path: path.stat().st_mtime_ns)[sent_by_api:]
+    tasks = [json.loads(path.read_text())["headers"] for path in sent]
+    assert sorted(t["task"] for t in tasks) == sorted(
+        ["repairbot.process_delivery", "repairbot.triage", "repairbot.repair", APPLY_FIX]
+    )
+    [apply_fix] = [t for t in tasks if t["task"] == APPLY_FIX]
+    assert apply_fix["argsrepr"].endswith(", 4000000001)")
 
 
 def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):

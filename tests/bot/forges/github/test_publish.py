@@ -126,4 +126,5 @@ def test_new_violations_of_the_same_contract_are_pushed_to_the_open_pr(
     with session_scope(tasks_use.resolved_database_url) as session:
         row = session.get_one(Fix, first.fix_id)
         assert row.head_sha == pr_head
+        assert row.bot_head_sha == pr_head  # the extension is the bot's push too
         assert any("LateWorker" in key for key in row.violation_keys)

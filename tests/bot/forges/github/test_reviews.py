@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from github import GithubException
 
-from bot.db.models import GitHubWrite
+from bot.db.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.review_text import MARKER
@@ -140,7 +140,7 @@ def test_the_first_check_posts_one_review_with_a_suggestion_per_fix(
     assert review["state"] == "COMMENTED" and review["commit_id"] == plan.head_sha
     assert review["body"].startswith(MARKER)
     assert "### repairbot: 2 API-contract violations introduced by this PR" in review["body"]
-    assert "`pkg/workers.py:11` `BadWorker` (forbidden-override)" in review["body"]
+    assert "`pkg/workers.py:14` `BadWorker` (forbidden-override)" in review["body"]
     assert "**2 one-click suggestions**" in review["body"]
     rename, stub = comments_of(github_api, REPO, review["id"])
     assert (rename["path"], rename["line"], rename["side"]) == ("pkg/workers.py", 14, "RIGHT")

@@ -63,6 +63,7 @@ def _candidate(repo: Path, worktree: Path, run_id: int, own_fix: int | None = No
         violations=["w.py:1 `W` (forbidden-override)"],
         files=["CHANGED.txt"],
         text=TEXT,
+        codemods=("rename_forbidden",),
     )
 
 
@@ -98,7 +99,10 @@ def test_open_then_link_then_resume(settings, repo, tmp_path):
     again = forge.publish(_candidate(repo, tmp_path / "wt3", first, own_fix=opened.fix_id))
     assert again == opened
     with session_scope(settings.resolved_database_url) as session:
-        assert len(session.scalars(select(Fix)).all()) == 1
+        [row] = session.scalars(select(Fix)).all()
+        # What the quality figures count: the codemods applied, the head the bot pushed.
+        assert row.codemods == ["rename_forbidden"]
+        assert row.bot_head_sha == row.head_sha == resolve_commit(repo, row.branch)
 
 
 def test_the_pipeline_records_each_outcome(settings, repo, tmp_path):

@@ -1,0 +1,34 @@
+"""The GitHub outbox's table: each content-creating request, recorded before it is sent
+(``bot.forges.github.outbox`` writes and reads it). Alembic sees it through the migrations'
+``env``, which imports this module."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import DateTime, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.db.models import Base, utcnow
+
+
+class GitHubWrite(Base):
+    """A content-creating GitHub request, recorded before it is sent.
+
+    The key makes it idempotent (a retried POST never posts twice: the row says whether and where
+    it landed) and the rows of the last minute are the content-creation rate, across processes.
+    """
+
+    __tablename__ = "github_writes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    repository: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(200), default="")
+    remote_id: Mapped[str | None] = mapped_column(String(64))
+    remote_url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, index=True
+    )
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,13 @@
+"""Every table of the service, in one ``MetaData``: the models module's and those kept in modules
+of their own (the models module is at its size budget). Whatever needs all tables at once —
+Alembic's comparison, a test that empties or drops the database — reads ``METADATA`` here, so a
+table cannot be missed because nothing had imported its module yet."""
+
+from __future__ import annotations
+
+from sqlalchemy import MetaData
+
+from bot.db import bot_events, contract_checks, github_writes, models, opt_outs, pr_notices
+
+TABLE_MODULES = (models, bot_events, contract_checks, github_writes, opt_outs, pr_notices)
+METADATA: MetaData = models.Base.metadata

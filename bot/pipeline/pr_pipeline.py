@@ -1,0 +1,56 @@
+"""A failure from a PR's pipeline: is its root cause on the base branch, or in the PR's diff?
+
+A PR pipeline tests the PR's head. A contract violation that sits on the base branch breaks
+every PR's pipeline the same way, so such a failure is repaired on the base branch's head, not on
+the PR head: the fix PR carries none of the PR's own commits, and the failures of every PR on
+that base sweep the same commit, find the same violations and so share one dedupe key (one fix
+PR; the others link to it). A failure whose violations are only in the PR's diff is left to the
+PR head, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from uuid import uuid4
+
+from bot.git import fresh_worktree, remove_worktree
+from bot.pipeline.already_fixed import base_head
+from fixers.contracts import Contract
+from fixers.sweep import sweep
+from fixers.violation_types import Violation
+
+
+def root_cause_there(violations: Iterable[Violation], classes: Iterable[str]) -> bool:
+    """Whether ``violations`` (found on the base) are this failure's root cause: any of them
+    when the log names no class, else one of a class the log names (``Outer.Inner`` matches
+    ``Inner``)."""
+    found = list(violations)
+    named = set(classes)
+    if not found:
+        return False
+    if not named:
+        return True
+    return any({v.class_qualname, v.class_qualname.rsplit(".", 1)[-1]} & named for v in found)
+
+
+def base_commit_for(
+    *,
+    repo: Path,
+    base_ref: str | None,
+    contract: Contract,
+    classes: Iterable[str],
+    worktrees_dir: Path,
+) -> str | None:
+    """The base branch's head when the failure's root cause is there (None: it is not, or the
+    branch does not resolve in ``repo``)."""
+    head = base_head(repo, base_ref)
+    if head is None:
+        return None
+    worktree = worktrees_dir / f"pr-base-{uuid4().hex[:8]}"
+    try:
+        fresh_worktree(repo, worktree, head)
+        report = sweep(worktree, [contract], infer=False)
+    finally:
+        remove_worktree(repo, worktree)
+    return head if root_cause_there(report.violations, classes) else None
