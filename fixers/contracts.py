@@ -139,7 +139,7 @@ def read_repo_toml(root: Path, name: str) -> dict[str, Any] | None:
     """
     try:
         return tomllib.loads(read_repo_file(root, name).decode("utf-8"))
-    except (OSError, FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return None
 
 
@@ -164,7 +164,8 @@ def parse_config(text: str, root: Path) -> RepoConfig:
     python = _pyproject_floor(root)
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: nesting a
+        # few thousand arrays deep (a hostile file) exhausts tomllib's recursive parser
         return RepoConfig(python=python, errors=(f"{CONFIG_FILE}: not valid TOML: {exc}",))
     contracts: list[Contract] = []
     tables = data.get("contract", [])

@@ -168,7 +168,8 @@ def parse_policy(text: str, source: str = CONFIG_FILE) -> RepoPolicy:
     """The policy in ``.repairbot.toml`` text; problems are in ``errors`` (defaults kept)."""
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: arrays nested
+        # a few thousand deep (a hostile file) exhaust tomllib's recursive parser
         return RepoPolicy(source=source, errors=(f"{CONFIG_FILE}: not valid TOML: {exc}",))
     errors: list[str] = []
     enabled, paths = _repairbot(data.get("repairbot"), errors)

@@ -40,6 +40,7 @@ from bot.db.session import session_factory
 ItemT = TypeVar("ItemT")
 T = TypeVar("T")
 MAX_BATCH = 128  # writes per transaction: bounds a batch's memory (CI reports carry their body)
+RELEASE_BACKLOG = 2  # committed batches waiting for their work and answers, at most
 # session.info key: a list of callables to run after the COMMIT, before the callers hear back.
 AFTER_COMMIT_WORK = "repairbot_after_commit_work"
 log = logging.getLogger(__name__)
@@ -99,8 +100,10 @@ class GroupCommitter:
         self._gathered: dict[asyncio.AbstractEventLoop, list[_Write[Any, Any]]] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        # Committed batches: their after-commit work, then their callers' answers.
-        self._released: queue.SimpleQueue[_Released | None] = queue.SimpleQueue()
+        # Committed batches: their after-commit work, then their callers' answers. Bounded: a
+        # stalled broker stops the writer after two batches, instead of it committing on and
+        # holding every batch's bodies (up to 128 MB each) in memory.
+        self._released: queue.Queue[_Released | None] = queue.Queue(maxsize=RELEASE_BACKLOG)
         self._releaser: threading.Thread | None = None
         self.stats = BatchStats()
 

@@ -34,15 +34,14 @@ from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.outbox import Written, write_once
 from bot.forges.github.retry import RateLimited
-from bot.git import run_git
 from bot.pipeline.fan_out_text import NoticeFacts, body_digest, notice_body, verification_line
 from bot.pipeline.task_base import RepairbotTask, TransientError
+from bot.pipeline.trusted_config import config_text
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.enqueue import enqueue_after_commit
 from fixers.contracts import CONFIG_FILE, parse_config
 
-CONFIG_MAX_BYTES = 256 * 1024  # a larger .repairbot.toml is not read for the re-run command
 _GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retried
 
 
@@ -74,6 +73,8 @@ def record_notice(
     ones recorded before the PR had a number too); else only this one is sent."""
     if fix.forge != "github":
         return None  # the local forge has no PRs but its own
+    if _is_our_fix_pr(session, fix.repository, pr_number):
+        return None  # our own fix PR's pipeline: it carries the fix, it needs no notice of it
     notice = session.scalar(
         select(PrNotice).where(
             PrNotice.repository == fix.repository,
@@ -95,6 +96,15 @@ def record_notice(
     return notice
 
 
+def _is_our_fix_pr(session: Session, repository: str, number: int) -> bool:
+    found = session.scalar(
+        select(Fix.id)
+        .where(Fix.forge == "github", Fix.repository == repository, Fix.number == number)
+        .limit(1)
+    )
+    return found is not None
+
+
 def queue_refresh(session: Session, fix: Fix) -> None:
     """In the caller's transaction: refresh ``fix``'s notices after the commit (if it has any)."""
     if session.scalar(select(PrNotice.id).where(PrNotice.fix_id == fix.id).limit(1)) is not None:
@@ -114,6 +124,10 @@ def resend_pending(session: Session, *, older_than: timedelta) -> int:
             Fix.number.is_not(None),
         )
     ).all()
+    # An opted-out PR's notice waits, unsent, until its author opts in again (then it goes).
+    stale = [
+        n for n in stale if not opted_out(session, repository=n.repository, pr_number=n.pr_number)
+    ]
     for notice in stale:
         notice.updated_at = utcnow()  # not stale again until another ``older_than`` passes
         enqueue_after_commit(session, task_names.PR_NOTICE, notice.id)
@@ -275,14 +289,8 @@ def rerun_command(
     """``[fan_out] rerun_command`` of ``.repairbot.toml`` on the base branch (trusted: never a
     PR head's); None when there is none, or the file is too large or invalid there."""
     mirror = sync_mirror(settings, repository, forge.token())
-    shown = run_git(mirror, "show", f"refs/heads/{base_ref}:{CONFIG_FILE}")
-    if shown.returncode != 0 or len(shown.stdout) > CONFIG_MAX_BYTES:
-        return None
-    try:
-        text = shown.stdout.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return parse_config(text, mirror).rerun_command
+    text, _ = config_text(mirror, f"refs/heads/{base_ref}", f"{CONFIG_FILE} on {base_ref}")
+    return parse_config(text, mirror).rerun_command if text is not None else None
 
 
 def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: str) -> str:
@@ -293,6 +301,8 @@ def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: 
         if notice.state != NoticeState.POSTED or notice.rerun_comment_id is not None:
             return "no re-run command to post"
         repository, number = notice.repository, notice.pr_number
+        if opted_out(session, repository=repository, pr_number=number):
+            return f"PR #{number} opted out: no re-run"
         key = f"pr-rerun:{notice_key(notice)}"
     try:
         if forge.pull(repository, number).state != "open":
@@ -300,6 +310,13 @@ def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: 
         written = _post_command(settings, forge, repository, number, command, key)
     except RateLimited as exc:
         raise TransientError(str(exc)) from exc
+    except GithubException as exc:  # a 4xx is final for this PR; the other PRs still get theirs
+        if exc.status is None or exc.status >= 500:
+            raise TransientError(f"GitHub answered {exc.status}: {exc.data}") from exc
+        refused = f"re-run command refused on PR #{number} ({exc.status})"
+        with session_scope(settings.resolved_database_url) as session:
+            session.get_one(PrNotice, notice_id).reason = refused
+        return refused
     with session_scope(settings.resolved_database_url) as session:
         session.get_one(PrNotice, notice_id).rerun_comment_id = written.remote_id
     return f"posted {command!r} on PR #{number}"

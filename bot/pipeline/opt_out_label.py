@@ -1,9 +1,10 @@
 """The opt-out label on a PR (``Settings.opt_out_label``, default ``repairbot:opt-out``).
 
-Every ``pull_request`` payload carries the PR's labels as they are after the event, so each one
-brings the label opt-out in line: the label present → an opt-out row (``bot.db.opt_outs``, by
-whoever sent the event); absent → that row lifted. A payload without a labels list changes
-nothing. Label names compare case-insensitively, as GitHub's do.
+Every ``pull_request`` payload carries the PR's labels as they are after the event: the label
+present in any of them → an opt-out row (``bot.db.opt_outs``, by whoever sent the event). Only an
+``unlabeled`` event that removes that very label lifts the row: a redelivered or late older
+payload (its labels from before the label was added) must not lift an opt-out made since.
+Label names compare case-insensitively, as GitHub's do.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def on_labels(session: Session, settings: Settings, event: PullRequestEvent) -> 
     if label.lower() in (name.lower() for name in event.labels):
         _row, new = opt_out(session, repository=repository, pr_number=number, via=via, by=who)
         return f"#{number} opted out by its `{label}` label" + ("" if new else " (already)")
-    if lift(session, repository=repository, pr_number=number, via=via, by=who):
-        return f"#{number}: the `{label}` label is gone, its opt-out lifted"
+    removed = event.action == "unlabeled" and (event.label or "").lower() == label.lower()
+    if removed and lift(session, repository=repository, pr_number=number, via=via, by=who):
+        return f"#{number}: the `{label}` label was removed, its opt-out lifted"
     return f"#{number} has no `{label}` label"

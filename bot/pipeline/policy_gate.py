@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from bot.config import Settings
@@ -21,17 +22,17 @@ from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.base import Candidate
 from bot.forges.github.api import GitHubApi
-from bot.git import GitError, resolve_commit, run_git
-from bot.pipeline.already_fixed import base_head
+from bot.git import GitError, resolve_commit
 from bot.pipeline.repair_start import RunContext
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop
-from fixers.contracts import CONFIG_FILE
+from bot.pipeline.trusted_config import config_text
+from fixers.contracts import CONFIG_FILE, Contract
 from fixers.outcome import FixResult
 from fixers.repo_policy import Autonomy, RepoPolicy, parse_policy
 
-MAX_POLICY_BYTES = 256 * 1024
 _REASON_DIFF_CHARS = 20_000
+SUGGESTED_PATCH_CHARS = 60_000  # of the patch in a comment (GitHub takes 65,536 characters)
 
 
 def pr_opted_out(settings: Settings, context: RunContext) -> Stop | None:
@@ -47,7 +48,13 @@ def trusted_commit(target: Target) -> str | None:
     """The base branch's head: where the repository's own switches are read. Without a base
     branch (a local report naming none), the local repository's checked-out ``HEAD``."""
     if target.base_ref:
-        return base_head(target.repo, target.base_ref)
+        # The branch itself: a base_ref that is a sha, a tag or a PR ref must not pass for it.
+        for ref in (f"refs/heads/{target.base_ref}", f"refs/remotes/origin/{target.base_ref}"):
+            try:
+                return resolve_commit(target.repo, ref)
+            except GitError:
+                continue
+        return None
     try:
         return resolve_commit(target.repo, "HEAD")
     except GitError:
@@ -57,20 +64,9 @@ def trusted_commit(target: Target) -> str | None:
 def read_policy(repo: Path, commit: str, where: str) -> RepoPolicy:
     """The policy in ``.repairbot.toml`` at ``commit`` (a regular file, within the cap)."""
     source = f"{CONFIG_FILE} on {where}"
-    listed = run_git(repo, "ls-tree", "-l", commit, "--", CONFIG_FILE)
-    entry = listed.stdout.decode("utf-8", "replace").split("\t")[0].split()
-    if listed.returncode != 0 or len(entry) != 4:
-        return RepoPolicy(source=source)  # no such file: every default
-    mode, kind, blob, size = entry
-    if kind != "blob" or mode not in ("100644", "100755"):
-        return RepoPolicy(source=source, errors=(f"{source}: not a regular file; ignored",))
-    if not size.isdigit() or int(size) > MAX_POLICY_BYTES:
-        problem = f"{source}: {size} bytes, over {MAX_POLICY_BYTES}; ignored"
-        return RepoPolicy(source=source, errors=(problem,))
-    try:
-        text = run_git(repo, "cat-file", "blob", blob).stdout.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return RepoPolicy(source=source, errors=(f"{source}: not UTF-8 ({exc}); ignored",))
+    text, problem = config_text(repo, commit, source)
+    if text is None:
+        return RepoPolicy(source=source, errors=(problem,) if problem else ())
     return parse_policy(text, source)
 
 
@@ -144,14 +140,27 @@ def left_out(count: int, result: FixResult, policy: RepoPolicy) -> tuple[str, St
     return note, Stop(RunState.OPTED_OUT, reason)
 
 
-def suggestion_text(candidate: Candidate, result: FixResult, why: str) -> str:
-    """The comment that carries the fix as a patch on the failing PR."""
-    lines = "\n".join(f"- {line}" for line in candidate.violations)
+def suggestion_text(violations: list[str], contract: Contract, patch: str, why: str) -> str:
+    """The comment that carries the fix as a patch on the failing PR.
+
+    The fence is longer than any run of backticks in the patch (a fixed docstring may hold
+    three), and a patch too long for a comment is cut at a line and says so: a cut patch is
+    not one ``git apply`` takes."""
+    lines = "\n".join(f"- {line}" for line in violations)
+    shown = patch
+    if len(patch) > SUGGESTED_PATCH_CHARS:
+        shown = patch[: patch.rfind("\n", 0, SUGGESTED_PATCH_CHARS) + 1]
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", shown)), default=0))
+    how = (
+        "The fix, as a patch (`git apply` takes it):"
+        if shown == patch
+        else f"The fix's patch is {len(patch):,} characters, too long for a comment; its first "
+        f"{len(shown):,} (cut at a line: not a patch to apply as it is):"
+    )
     return (
-        f"**repairbot: a suggested fix** for {candidate.contract.describe()}.\n\n"
+        f"**repairbot: a suggested fix** for {contract.describe()}.\n\n"
         f"{why}, so no fix PR is opened. The violations:\n\n{lines}\n\n"
-        "The fix, as a patch (`git apply` takes it):\n\n"
-        f"```diff\n{result.diff()}```\n"
+        f"{how}\n\n{fence}diff\n{shown}{fence}\n"
     )
 
 
@@ -175,7 +184,7 @@ def suggest(
             None,
             target.name,
             context.pr_number,
-            suggestion_text(candidate, result, why),
+            suggestion_text(candidate.violations, candidate.contract, result.diff(), why),
             key=f"suggest:{target.name}:{context.pr_number}:{candidate.key}",
         )
         where = written.url or f"{target.name}#{context.pr_number}"

@@ -22,16 +22,12 @@ from fixers.violation_types import Violation
 
 
 def root_cause_there(violations: Iterable[Violation], classes: Iterable[str]) -> bool:
-    """Whether ``violations`` (found on the base) are this failure's root cause: any of them
-    when the log names no class, else one of a class the log names (``Outer.Inner`` matches
-    ``Inner``)."""
-    found = list(violations)
+    """Whether ``violations`` (found on the base) are this failure's root cause: one of them is
+    in a class the log names (``Outer.Inner`` matches ``Inner``). A log naming no class says
+    nothing about where the cause is: a violation the PR added itself would be blamed on the
+    base (and its author told nothing in the PR needs to change), so the PR head is repaired."""
     named = set(classes)
-    if not found:
-        return False
-    if not named:
-        return True
-    return any({v.class_qualname, v.class_qualname.rsplit(".", 1)[-1]} & named for v in found)
+    return any({v.class_qualname, v.class_qualname.rsplit(".", 1)[-1]} & named for v in violations)
 
 
 def base_commit_for(

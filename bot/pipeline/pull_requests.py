@@ -121,7 +121,7 @@ def handle_pull_request(
     fix = our_fix(session, event)
     if fix is not None:
         tracked = track_ours(session, settings, fix, event)
-        landed = record_merge(session, settings, forge, fix, event)  # unchanged or edited
+        landed = record_merge(session, fix, event)  # unchanged, or its edits read after
         return f"{tracked}; {landed}" if landed else tracked
     if event.action == "closed" and event.merged:
         return supersede(session, settings, forge, event)

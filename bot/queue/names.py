@@ -16,4 +16,5 @@ CONTRACT_RECHECK: Final = "repairbot.contract_recheck"
 APPLY_FIX: Final = "repairbot.apply_fix"  # /repairbot apply-fix: (invocation id, comment id)
 PR_NOTICE: Final = "repairbot.pr_notice"  # a PR pipeline's run: its PR told of the fix
 PR_NOTICES_REFRESH: Final = "repairbot.pr_notices_refresh"  # a fix changed: (fix id)
+MERGE_OUTCOME: Final = "repairbot.merge_outcome"  # our fix merged from another head: (fix id)
 REPAIR_QUEUE: Final = "repair"  # where every repairbot.* task goes unless routed elsewhere

@@ -115,7 +115,13 @@ def extra_command(root: Path) -> tuple[list[str] | None, str | None]:
     try:
         text = read_repo_file(root, ".repairbot.toml").decode("utf-8")
         command = tomllib.loads(text).get("verify", {}).get("command")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError, FileRefused) as exc:
+    except (  # RecursionError: arrays nested thousands deep exhaust tomllib's parser
+        tomllib.TOMLDecodeError,
+        RecursionError,
+        UnicodeDecodeError,
+        AttributeError,
+        FileRefused,
+    ) as exc:
         return None, f".repairbot.toml ignored: {exc}"
     if command is None:
         return None, None

@@ -189,3 +189,9 @@ def test_fan_out_rerun_command(
     else:
         [problem] = config.errors
         assert error in problem
+
+
+def test_arrays_nested_thousands_deep_are_an_error_not_a_crash(tmp_path) -> None:
+    config = parse_config("a = " + "[" * 5000 + "]" * 5000, tmp_path)
+    assert config.errors and "not valid TOML" in config.errors[0]
+    assert config.contracts == ()

@@ -116,3 +116,16 @@ def test_a_bad_key_keeps_the_good_ones():
 def test_the_unclassified_signature_may_be_named():
     assert "unclassified" in known_signatures()
     assert "contract-forward-override" in known_signatures()
+
+
+def test_arrays_nested_thousands_deep_are_an_error_not_a_crash() -> None:
+    # tomllib parses arrays recursively: a hostile file nesting 5,000 deep raises RecursionError.
+    policy = parse_policy("a = " + "[" * 5000 + "]" * 5000)
+    assert policy.errors and "not valid TOML" in policy.errors[0]
+    defaults = parse_policy("")
+    assert (policy.enabled, policy.default, policy.signatures, policy.opt_out_paths) == (
+        defaults.enabled,
+        defaults.default,
+        defaults.signatures,
+        defaults.opt_out_paths,
+    )

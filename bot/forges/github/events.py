@@ -112,6 +112,7 @@ class PullRequestEvent:
     author: str
     sender: str = ""  # who did it (the one who closed it, for ``closed``)
     labels: tuple[str, ...] | None = None  # the PR's labels after the event (None: not sent)
+    label: str | None = None  # the label a ``labeled`` / ``unlabeled`` event added or removed
 
 
 def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
@@ -142,6 +143,7 @@ def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
         author=_str(pull, "user", "login") or "",
         sender=_str(payload, "sender", "login") or "",
         labels=_labels(_get(pull, "labels")),
+        label=_str(payload, "label", "name"),
     )
 
 

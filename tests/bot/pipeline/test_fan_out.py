@@ -142,6 +142,14 @@ def test_the_local_forge_records_no_notice(settings, tmp_path):
         assert session.scalar(select(func.count(PrNotice.id))) == 0
 
 
+def test_our_own_fix_prs_pipeline_gets_no_notice(settings, tmp_path):
+    with session_scope(settings.resolved_database_url) as session:
+        fix = _fix(session, "0" * 40)
+        assert record_notice(session, pr_number=fix.number, fix=fix) is None  # PR #7 is ours
+        assert record_notice(session, pr_number=8, fix=fix) is not None  # someone else's
+        assert session.scalar(select(PrNotice.pr_number)) == 8
+
+
 def _configure_rerun(repo, tmp_path) -> None:
     checkout = tmp_path / "config"
     subprocess.run(["git", "clone", "--quiet", str(repo.path), str(checkout)], check=True)

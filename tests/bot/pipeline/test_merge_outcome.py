@@ -16,10 +16,12 @@ from bot.cli.demo_target import run_tests
 from bot.db.models import Fix, RepairRun
 from bot.db.session import session_scope
 from bot.git import commit_all, git
-from bot.pipeline.merge_outcome import MAX_EDIT_DIFF_CHARS, capped
+from bot.pipeline.merge_outcome import MAX_EDIT_DIFF_CHARS, capped, settle_edits
 from bot.pipeline.repair import repair
 from bot.pipeline.triage import triage
+from bot.queue import names as task_names
 from tests.bot.conftest import REPO
+from tests.bot.intake.broker import sent_tasks
 from tests.conftest import CI_TOKEN
 from tests.fakes.github_deliveries import deliver_and_process
 
@@ -77,11 +79,15 @@ def _human_edit(github_api, tmp_path, branch: str) -> str:
 
 
 def _merge(settings, github_api, fix: Fix) -> str:
+    """Deliver the merge; then run the task it queued (if any), as a worker would."""
     assert fix.number is not None
     github_api.merge_pull(REPO, fix.number)
     payload = github_api.pull_request_event(REPO, fix.number, "closed")
     _, notes = deliver_and_process(settings, "pull_request", payload, f"merge-{fix.number}")
-    return str(notes)
+    queued = [args for name, args in sent_tasks(settings) if name == task_names.MERGE_OUTCOME]
+    # Read after the delivery committed, outside its transaction (SQLite's write lock).
+    assert _reload(settings, fix.id).merged_with_edits is None or not queued
+    return str(notes + [settle_edits(settings, *args) for args in queued])
 
 
 def _reload(settings, fix_id: int) -> Fix:

@@ -59,10 +59,16 @@ def test_a_labelled_pr_is_left_alone_until_the_label_goes(queued, github_api, sp
     assert any(n.startswith("contract-check: not checked: ") for n in notes), notes
     assert _checks_sent(queued) == [] and _rows(queued) == [(number, "label", "maintainer", None)]
 
+    # A late payload from before the label (a redelivery, an edit) does not lift the opt-out.
+    stale = _event(github_api, number, "synchronize", "bug")
+    _, notes = deliver_and_process(queued, "pull_request", stale, "pr-pushed-late")
+    assert f"opt-out-label: #{number} has no `repairbot:opt-out` label" in notes
+    assert _rows(queued) == [(number, "label", "maintainer", None)]
+
     unlabeled = _event(github_api, number, "unlabeled", "bug")
     unlabeled["label"] = label("repairbot:opt-out", action="unlabeled")
     _, notes = deliver_and_process(queued, "pull_request", unlabeled, "pr-unlabeled")
-    assert f"opt-out-label: #{number}: the `repairbot:opt-out` label is gone" in " ".join(notes)
+    assert f"opt-out-label: #{number}: the `repairbot:opt-out` label was removed" in " ".join(notes)
     assert _rows(queued) == [(number, "label", "maintainer", "maintainer")]
 
     pushed = _event(github_api, number, "synchronize", "bug")

@@ -16,9 +16,11 @@ from bot.db.models import Fix, RepairRun, Verification
 from bot.db.opt_outs import OptOutVia, opt_out
 from bot.db.session import session_scope
 from bot.git import commit_all, git
-from bot.pipeline.policy_gate import MAX_POLICY_BYTES, read_policy
+from bot.pipeline.policy_gate import read_policy, suggestion_text
 from bot.pipeline.repair import repair
 from bot.pipeline.triage import triage
+from bot.pipeline.trusted_config import MAX_POLICY_BYTES
+from fixers.contracts import SPEC_WORKER_CONTRACT
 from fixers.repo_policy import Autonomy, RepoPolicy
 from tests.conftest import CI_TOKEN
 
@@ -198,3 +200,16 @@ def test_a_hostile_policy_file_is_refused_with_the_reason(tmp_path, write, error
 def test_no_policy_file_is_every_default(tmp_path):
     repo, commit = _committed(tmp_path, lambda p: None)
     assert read_policy(repo, commit, "main") == RepoPolicy(source=".repairbot.toml on main")
+
+
+def test_a_suggested_patch_is_fenced_past_its_backticks_and_cut_when_too_long() -> None:
+    patch = '--- a/w.py\n+++ b/w.py\n@@ -1 +1 @@\n-"""```x```"""\n+"""````y````"""\n'
+    text = suggestion_text(["w.py:1 `W` (forbidden-override)"], SPEC_WORKER_CONTRACT, patch, "why")
+    assert f"`````diff\n{patch}`````\n" in text and "`git apply` takes it" in text
+
+    long = "".join(f"+line {n}\n" for n in range(20_000))
+    cut = suggestion_text([], SPEC_WORKER_CONTRACT, long, "why")
+    assert len(cut) < 65_000 and "too long for a comment" in cut
+    assert cut.endswith("\n```\n") and "`git apply` takes it" not in cut
+    shown = cut.split("```diff\n", 1)[1].removesuffix("```\n")
+    assert long.startswith(shown) and shown.endswith("\n")  # cut at a line

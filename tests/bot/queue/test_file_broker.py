@@ -1,5 +1,6 @@
 """The embedded broker's messages through a real kombu connection: whole files only, each
-durable when its send returns, or all of a block's flushed together when it ends."""
+durable when its send returns, or a block's published together (flushed, then renamed into the
+queue) when it ends."""
 
 from __future__ import annotations
 
@@ -46,42 +47,42 @@ def _receive(conn: Connection, name: str = "work") -> list[str]:
         queue.close()
 
 
-def test_messages_sent_in_one_sync_arrive_whole_and_in_order(connection) -> None:
+def test_messages_sent_in_one_sync_reach_the_queue_together_when_it_ends(connection) -> None:
     conn, folder = connection
     with file_broker.one_sync():
         _send(conn, ["first", "second"])
-        with file_broker.one_sync():  # nested: flushed with the outer block
+        with file_broker.one_sync():  # nested: published with the outer block
             _send(conn, ["third"])
-        assert len(list(folder.glob("*.work.msg"))) == 3  # visible at once, flushed at the end
+        # Written, not yet in the queue: a consumer sees nothing until they are flushed.
+        assert len(list(folder.glob("*.part"))) == 3 and not list(folder.glob("*.work.msg"))
+        assert _receive(conn) == []
     assert not list(folder.glob("*.part"))
     assert sorted(_receive(conn)) == ["first", "second", "third"]  # one ms: any order
 
 
-def test_a_message_outside_a_block_is_still_sent(connection) -> None:
-    conn, _ = connection
+def test_a_message_outside_a_block_is_in_the_queue_when_its_send_returns(connection) -> None:
+    conn, folder = connection
     _send(conn, ["alone"], "alone")
+    assert len(list(folder.glob("*.alone.msg"))) == 1 and not list(folder.glob("*.part"))
     assert _receive(conn, "alone") == ["alone"]
 
 
-def test_flushing_takes_files_already_consumed_and_an_empty_list(tmp_path: Path) -> None:
-    kept = tmp_path / "1.work.msg"
-    kept.write_text("{}")
-    file_broker.flush_to_disk([])
-    file_broker.flush_to_disk([str(kept), str(tmp_path / "gone.work.msg")])
-    assert kept.read_text() == "{}"
+def test_publishing_renames_each_message_after_the_flush(tmp_path: Path) -> None:
+    partials = [tmp_path / f"{n}.work.msg.part" for n in range(3)]
+    for partial in partials:
+        partial.write_text("{}")
+    file_broker.publish([(str(p), str(p.with_suffix(""))) for p in partials])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{n}.work.msg" for n in range(3)]
+    file_broker.publish([])  # nothing sent in a block: nothing to do
 
 
-def test_the_fallback_syncs_each_file_when_there_is_no_syncfs(
+def test_without_syncfs_each_message_is_synced_on_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Reason for the patch: this machine's libc has syncfs; the per-file path is the one other
-    # platforms take, and it must accept the same inputs.
+    # platforms take, and it must publish the same way.
     monkeypatch.setattr(file_broker, "_syncfs", lambda: None)
-    kept = tmp_path / "1.work.msg"
-    kept.write_text("{}")
-    file_broker.flush_to_disk([str(kept), str(tmp_path / "gone.work.msg")])
-    assert kept.read_text() == "{}"
-
-
-def test_this_platform_has_syncfs() -> None:
-    assert file_broker._syncfs() is not None  # Linux: one flush per block, not one per message
+    partial = tmp_path / "1.work.msg.part"
+    partial.write_text("{}")
+    file_broker.publish([(str(partial), str(tmp_path / "1.work.msg"))])
+    assert [p.name for p in tmp_path.iterdir()] == ["1.work.msg"]
