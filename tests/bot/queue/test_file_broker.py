@@ -57,7 +57,7 @@ def test_messages_sent_in_one_sync_reach_the_queue_together_when_it_ends(connect
         assert len(list(folder.glob("*.part"))) == 3 and not list(folder.glob("*.work.msg"))
         assert _receive(conn) == []
     assert not list(folder.glob("*.part"))
-    assert sorted(_receive(conn)) == ["first", "second", "third"]  # one ms: any order
+    assert _receive(conn) == ["first", "second", "third"]  # in order, though in one ms
 
 
 def test_a_message_outside_a_block_is_in_the_queue_when_its_send_returns(connection) -> None:
@@ -76,13 +76,9 @@ def test_publishing_renames_each_message_after_the_flush(tmp_path: Path) -> None
     file_broker.publish([])  # nothing sent in a block: nothing to do
 
 
-def test_without_syncfs_each_message_is_synced_on_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Reason for the patch: this machine's libc has syncfs; the per-file path is the one other
-    # platforms take, and it must publish the same way.
-    monkeypatch.setattr(file_broker, "_syncfs", lambda: None)
-    partial = tmp_path / "1.work.msg.part"
-    partial.write_text("{}")
-    file_broker.publish([(str(partial), str(tmp_path / "1.work.msg"))])
-    assert [p.name for p in tmp_path.iterdir()] == ["1.work.msg"]
+def test_a_flush_that_fails_is_raised_not_lost(tmp_path: Path) -> None:
+    # A message whose bytes could not be flushed must not be renamed into the queue.
+    gone = tmp_path / "gone.work.msg.part"
+    with pytest.raises(FileNotFoundError):
+        file_broker.publish([(str(gone), str(tmp_path / "gone.work.msg"))])
+    assert list(tmp_path.iterdir()) == []
