@@ -10,6 +10,7 @@ from bot.db.rows import violation_key
 from bot.git import GitError, fresh_worktree, git, remove_worktree, resolve_commit
 from fixers.contracts import Contract
 from fixers.sweep import sweep
+from fixers.violation_types import Violation
 
 
 def base_head(repo: Path, base_ref: str | None) -> str | None:
@@ -22,6 +23,19 @@ def base_head(repo: Path, base_ref: str | None) -> str | None:
         except GitError:
             continue
     return None
+
+
+def violations_at(
+    repo: Path, commit: str, contract: Contract, worktrees_dir: Path
+) -> list[Violation]:
+    """``contract``'s violations in ``repo`` at ``commit``, swept in a worktree made for it and
+    removed afterwards."""
+    worktree = worktrees_dir / f"sweep-{uuid4().hex[:8]}"
+    try:
+        fresh_worktree(repo, worktree, commit)
+        return sweep(worktree, [contract], infer=False).violations
+    finally:
+        remove_worktree(repo, worktree)
 
 
 def fixed_on_base(
@@ -39,13 +53,7 @@ def fixed_on_base(
     head = base_head(repo, base_ref)
     if head is None or head == failing_sha or not wanted:
         return None
-    worktree = worktrees_dir / f"base-{uuid4().hex[:8]}"
-    try:
-        fresh_worktree(repo, worktree, head)
-        report = sweep(worktree, [contract], infer=False)
-    finally:
-        remove_worktree(repo, worktree)
-    still = {violation_key(v) for v in report.violations}
+    still = {violation_key(v) for v in violations_at(repo, head, contract, worktrees_dir)}
     if wanted & still:
         return None
     fixer = git(

@@ -32,7 +32,6 @@ from bot.db.rows import contract_of
 from bot.db.session import session_scope
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
-from bot.forges.github.outbox import Written, write_once
 from bot.forges.github.retry import RateLimited
 from bot.pipeline.fan_out_text import NoticeFacts, body_digest, notice_body, verification_line
 from bot.pipeline.task_base import RepairbotTask, TransientError
@@ -307,7 +306,8 @@ def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: 
     try:
         if forge.pull(repository, number).state != "open":
             return f"PR #{number} is closed: no re-run"
-        written = _post_command(settings, forge, repository, number, command, key)
+        # As written, no hidden marker: a CI bot parses the whole comment.
+        written = forge.post_comment(None, repository, number, command, key=key, marked=False)
     except RateLimited as exc:
         raise TransientError(str(exc)) from exc
     except GithubException as exc:  # a 4xx is final for this PR; the other PRs still get theirs
@@ -320,34 +320,3 @@ def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: 
     with session_scope(settings.resolved_database_url) as session:
         session.get_one(PrNotice, notice_id).rerun_comment_id = written.remote_id
     return f"posted {command!r} on PR #{number}"
-
-
-def _post_command(
-    settings: Settings, forge: GitHubForge, repository: str, number: int, command: str, key: str
-) -> Written:
-    """The command as it is (no hidden marker: a CI bot parses the whole comment), once per
-    ``key``; a lost answer is found again by its exact text."""
-
-    def find() -> Written | None:
-        def lookup() -> Written | None:
-            for comment in forge.repo(repository).get_issue(number).get_comments():
-                if (comment.body or "").strip() == command:
-                    return Written(str(comment.id), comment.html_url, fresh=True)
-            return None
-
-        return forge.read(lookup)
-
-    def post() -> Written:
-        comment = forge.repo(repository).get_issue(number).create_comment(command)
-        return Written(str(comment.id), comment.html_url, fresh=True)
-
-    return write_once(
-        settings,
-        session=None,
-        key=key,
-        kind="comment",
-        repository=repository,
-        target=str(number),
-        post=post,
-        find=find,
-    )

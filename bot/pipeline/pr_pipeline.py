@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from uuid import uuid4
 
-from bot.git import fresh_worktree, remove_worktree
-from bot.pipeline.already_fixed import base_head
+from bot.pipeline.already_fixed import base_head, violations_at
 from fixers.contracts import Contract
-from fixers.sweep import sweep
 from fixers.violation_types import Violation
 
 
@@ -43,10 +40,5 @@ def base_commit_for(
     head = base_head(repo, base_ref)
     if head is None:
         return None
-    worktree = worktrees_dir / f"pr-base-{uuid4().hex[:8]}"
-    try:
-        fresh_worktree(repo, worktree, head)
-        report = sweep(worktree, [contract], infer=False)
-    finally:
-        remove_worktree(repo, worktree)
-    return head if root_cause_there(report.violations, classes) else None
+    found = violations_at(repo, head, contract, worktrees_dir)
+    return head if root_cause_there(found, classes) else None

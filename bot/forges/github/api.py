@@ -239,16 +239,28 @@ class GitHubApi:
         )
 
     def post_comment(
-        self, session: Session | None, repository: str, number: int, body: str, *, key: str
+        self,
+        session: Session | None,
+        repository: str,
+        number: int,
+        body: str,
+        *,
+        key: str,
+        marked: bool = True,
     ) -> Written:
-        """Comment on issue/PR ``number`` once per ``key`` (found again by a hidden marker)."""
+        """Comment on issue/PR ``number`` once per ``key``, found again by a hidden marker; with
+        ``marked=False`` posted exactly as given (a command another bot parses whole, such as
+        a re-run command) and found again by its exact text."""
         marker = _marker(key)
-        text = body[:COMMENT_MAX] + f"\n\n{marker}"
+        text = body[:COMMENT_MAX] + (f"\n\n{marker}" if marked else "")
+
+        def ours(comment_body: str) -> bool:
+            return marker in comment_body if marked else comment_body.strip() == text.strip()
 
         def find() -> Written | None:
             def lookup() -> Written | None:
                 for comment in self.repo(repository).get_issue(number).get_comments():
-                    if marker in (comment.body or ""):
+                    if ours(comment.body or ""):
                         return Written(str(comment.id), comment.html_url, fresh=True)
                 return None
 

@@ -92,6 +92,9 @@ def test_a_same_repository_pr_gets_exactly_one_fix_commit(
     comment = _ask(gh_settings, github_api, number)
     assert _audit(gh_settings) == [("writer", "apply-fix", "queued", None)]
     assert _queued(gh_settings) == [[_audit_id(gh_settings), comment]]
+    with session_scope(gh_settings.resolved_database_url) as session:  # for the reconciler
+        row = session.scalars(select(CommandInvocation)).one()
+        assert row.comment_id == comment and row.sent_at is not None
     assert [r["content"] for r in repo.reactions] == ["eyes"]
     assert _replies(repo, number) == []  # the reply comes with the work
     assert _work(gh_settings) == ["accepted"]

@@ -19,6 +19,7 @@ from bot.intake.ci_reports import (
     delivery_key,
     known_report,
     record_ci_report,
+    record_ci_reports,
     record_fetched,
 )
 from bot.queue import names as task_names
@@ -202,3 +203,34 @@ def test_a_known_report_is_not_fetched_again(queued):
     assert record().startswith("report #")
     assert record() == "#12 is already known"
     assert fetched == [1] and _counts(queued) == (1, 1)
+
+
+def test_a_batch_stores_each_report_once_and_answers_repeats_as_duplicates(queued):
+    earlier = _record(queued, _report(idempotency_key="seen-before"))[1]
+    batch = [
+        _report(idempotency_key="k1"),
+        _report(idempotency_key="k1"),  # the same key later in the batch
+        _report(pipeline="L0", build_number=7),
+        _report(pipeline="L0", build_number=7, idempotency_key="k2"),  # same build, other key
+        _report(idempotency_key="seen-before"),  # stored by an earlier request
+        _report(),  # nothing to identify it: always new
+        _report(),
+    ]
+    with session_scope(queued.resolved_database_url) as session:
+        recorded = record_ci_reports(session, batch)
+        outcomes = [(r.outcome, r.report.id if r.report else None) for r in recorded]
+    first, build = outcomes[0][1], outcomes[2][1]
+    assert [o for o, _ in outcomes] == [
+        Recording.RECORDED,
+        Recording.DUPLICATE,
+        Recording.RECORDED,
+        Recording.DUPLICATE,
+        Recording.DUPLICATE,
+        Recording.RECORDED,
+        Recording.RECORDED,
+    ]
+    assert [i for _, i in outcomes[:5]] == [first, first, build, build, earlier]
+    assert len({i for _, i in outcomes}) == 5  # earlier, k1, the build, two keyless
+    assert _counts(queued) == (5, 5)  # one body per stored report
+    new = sorted(i for o, i in outcomes if o is Recording.RECORDED)
+    assert sorted(args[0] for _, args in sent_tasks(queued))[1:] == new  # [0]: earlier's
