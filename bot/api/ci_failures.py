@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import hmac
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from bot.api.body import read_capped_body
-from bot.api.deps import get_app_settings
 from bot.api.group_write import committed
 from bot.config import Settings
 from bot.db.body_codec import StoredBody
@@ -45,6 +45,36 @@ class ReportMetadata(BaseModel):
     base_ref: GitRefName | None = Field(default=None, max_length=200)
     base_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
     stage: str | None = Field(default=None, max_length=200)
+
+
+MAX_IDEMPOTENCY_KEY = 200
+
+
+def report_metadata(request: Request) -> ReportMetadata:
+    """The query's metadata, validated; 422 as FastAPI words it (each error located in the
+    query). Read here rather than declared as a ``Query()`` model: FastAPI's per-field
+    resolution of the ten parameters cost about 0.8 ms of CPU per report under wrk."""
+    try:
+        return ReportMetadata.model_validate(dict(request.query_params))
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+        raise RequestValidationError(errors) from exc
+
+
+def _parameters_doc() -> dict[str, Any]:
+    """The OpenAPI parameters the route reads itself: the query's fields and the headers."""
+    schema = ReportMetadata.model_json_schema()
+    formats = schema["$defs"]["Format"]  # inlined: an operation's $refs resolve elsewhere
+    query = [
+        {"name": name, "in": "query", "required": False, "schema": field}
+        for name, field in schema["properties"].items()
+    ]
+    query[0]["schema"] = {"anyOf": [formats, {"type": "null"}], "default": None}
+    headers = [
+        {"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
+        for name in ("Authorization", "X-Repairbot-Signature-256", "Idempotency-Key")
+    ]
+    return {"parameters": query + headers}
 
 
 # What CI tools send a report as. ``application/x-www-form-urlencoded`` is curl's default for
@@ -100,18 +130,28 @@ def _authenticate(
     )
 
 
-@router.post("/api/v1/ci-failures", status_code=status.HTTP_202_ACCEPTED)
-async def post_ci_failure(
-    request: Request,
-    settings: Annotated[Settings, Depends(get_app_settings)],
-    meta: Annotated[ReportMetadata, Query()],
-    authorization: Annotated[str | None, Header()] = None,
-    x_repairbot_signature_256: Annotated[str | None, Header()] = None,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-) -> JSONResponse:
+@router.post(
+    "/api/v1/ci-failures", status_code=status.HTTP_202_ACCEPTED, openapi_extra=_parameters_doc()
+)
+async def post_ci_failure(request: Request) -> JSONResponse:
     """Store a failure report and queue its triage; a repeated report answers with the first one."""
+    settings: Settings = request.app.state.settings
+    meta = report_metadata(request)
+    headers = request.headers
+    idempotency_key = headers.get("idempotency-key")
+    if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"Idempotency-Key longer than {MAX_IDEMPOTENCY_KEY} characters",
+        )
     body = await read_capped_body(request, settings.max_report_bytes, settings.read_timeout_s)
-    _authenticate(settings, body, meta.pipeline, authorization, x_repairbot_signature_256)
+    _authenticate(
+        settings,
+        body,
+        meta.pipeline,
+        headers.get("authorization"),
+        headers.get("x-repairbot-signature-256"),
+    )
     media_problem = media_type_problem(request.headers.get("content-type", ""))
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)

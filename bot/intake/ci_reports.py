@@ -15,6 +15,7 @@ from enum import StrEnum
 from io import BytesIO
 from uuid import uuid4
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from bot.db.body_codec import StoredBody
@@ -132,13 +133,8 @@ def record_ci_reports(session: Session, reports: Sequence[CiReport]) -> list[Rec
                 repeats[i] = first
     keys = {i: _delivery_key(sources[i]) for i in fresh}  # once: a keyless report's is random
     stored = insert_deliveries(session, [_new_delivery(reports[i], keys[i]) for i in fresh])
-    rows: dict[int, CiFailure] = {}
-    for i in fresh:
-        delivery_id = stored.get(keys[i])
-        if delivery_id is not None:
-            rows[i] = _report_row(reports[i], delivery_id)
-    session.add_all(rows.values())
-    session.flush()
+    values = {i: _report_row(reports[i], stored[keys[i]]) for i in fresh if keys[i] in stored}
+    rows = dict(zip(values, _insert_rows(session, list(values.values())), strict=True))
     for row in rows.values():
         enqueue_after_commit(session, task_names.TRIAGE, row.id)
     return [_recorded(i, known, rows, repeats, sources[i]) for i in range(len(reports))]
@@ -227,9 +223,20 @@ def _delivery_key(source: ReportSource) -> str:
     return delivery_key(key or str(uuid4()))
 
 
-def _report_row(report: CiReport, delivery_id: int) -> CiFailure:
+def _insert_rows(session: Session, values: list[dict[str, object]]) -> list[CiFailure]:
+    """The rows inserted in one statement, in order: an ORM bulk INSERT ... RETURNING (the unit
+    of work's flush cost about 0.2 ms of CPU per report)."""
+    if not values:
+        return []
+    inserted = session.scalars(
+        insert(CiFailure).returning(CiFailure, sort_by_parameter_order=True), values
+    )
+    return list(inserted)
+
+
+def _report_row(report: CiReport, delivery_id: int) -> dict[str, object]:
     source = report.source
-    return CiFailure(
+    return dict(
         delivery_id=delivery_id,
         idempotency_key=source.idempotency_key,
         pipeline=source.pipeline,

@@ -243,3 +243,25 @@ def test_a_broker_outage_still_answers_and_the_reconciler_sends_later(tmp_path):
     create_app(up)
     assert reconcile_once(up) == 1  # the triage only: the body's delivery is not re-dispatched
     assert len(list(Path(up.broker_transport_options["data_folder_in"]).glob("*.msg"))) == 1
+
+
+def test_the_query_error_names_the_parameter_as_fastapi_would(client):
+    response = client.post("/api/v1/ci-failures?build_number=-3", content=CONSOLE, headers=AUTH)
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["query", "build_number"]
+
+
+def test_an_idempotency_key_over_200_characters_is_422(client, settings):
+    headers = {**AUTH, "Idempotency-Key": "k" * 201}
+    response = client.post("/api/v1/ci-failures", content=CONSOLE, headers=headers)
+    assert response.status_code == 422
+    assert "Idempotency-Key" in response.json()["detail"]
+    assert _counts(settings) == (0, 0)
+
+
+def test_the_openapi_document_lists_the_parameters_the_route_reads(client):
+    operation = client.get("/openapi.json").json()["paths"]["/api/v1/ci-failures"]["post"]
+    names = {(p["in"], p["name"]) for p in operation["parameters"]}
+    assert {("query", "format"), ("query", "build_number"), ("header", "Idempotency-Key")} <= names
+    assert "$ref" not in json.dumps(operation["parameters"])

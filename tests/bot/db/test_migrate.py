@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import command
+from sqlalchemy import text
 
 from bot.db.migrate import alembic_config, upgrade
 from bot.db.session import engine_for
@@ -15,3 +16,19 @@ def test_migrations_match_the_models(settings):
     with engine_for(url).begin() as connection:
         config.attributes["connection"] = connection
         command.check(config)  # raises when autogenerate would find a difference
+
+
+def test_postgresql_leaves_delivery_bodies_uncompressed(settings):
+    """Bodies come compressed already (bot.db.body_codec): PostgreSQL must not compress them
+    again (its pglz pass cost more server CPU than storing the report). SQLite has no such
+    setting."""
+    url = settings.resolved_database_url
+    if not url.startswith("postgresql"):
+        assert engine_for(url).dialect.name == "sqlite"
+        return
+    query = text(
+        "SELECT attstorage FROM pg_attribute "
+        "WHERE attrelid = 'deliveries'::regclass AND attname = 'body'"
+    )
+    with engine_for(url).connect() as connection:
+        assert connection.execute(query).scalar_one() == "e"  # EXTERNAL: out of line, as given

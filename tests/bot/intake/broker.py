@@ -17,3 +17,16 @@ def sent_tasks(settings: Any) -> list[tuple[str, list[Any]]]:
         args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
         sent.append((message["headers"]["task"], args))
     return sent
+
+
+def tasks_to_run(settings: Any) -> list[tuple[str, list[Any]]]:
+    """:func:`sent_tasks` with each dispatch message (``bot.queue.enqueue``) replaced by the
+    tasks a worker sends for it, in its place."""
+    expanded: list[tuple[str, list[Any]]] = []
+    for name, args in sent_tasks(settings):
+        if name == "repairbot.dispatch":
+            task_name, calls = args
+            expanded += [(task_name, call) for call in calls]
+        else:
+            expanded.append((name, args))
+    return expanded

@@ -24,7 +24,7 @@ from bot.intake.ci_reports import (
 )
 from bot.queue import names as task_names
 from fixers.intake import Format, read_report
-from tests.bot.intake.broker import sent_tasks
+from tests.bot.intake.broker import sent_tasks, tasks_to_run
 
 LOG = (
     Path(__file__).parents[2] / "fixtures" / "logs" / "py312" / "contract_override.console.txt"
@@ -233,4 +233,5 @@ def test_a_batch_stores_each_report_once_and_answers_repeats_as_duplicates(queue
     assert len({i for _, i in outcomes}) == 5  # earlier, k1, the build, two keyless
     assert _counts(queued) == (5, 5)  # one body per stored report
     new = sorted(i for o, i in outcomes if o is Recording.RECORDED)
-    assert sorted(args[0] for _, args in sent_tasks(queued))[1:] == new  # [0]: earlier's
+    # Earlier's triage, then the batch's in one dispatch message.
+    assert sorted(args[0] for _, args in tasks_to_run(queued))[1:] == new

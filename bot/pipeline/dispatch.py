@@ -1,0 +1,29 @@
+"""The worker's side of a dispatch message: the tasks one commit released together, sent each.
+
+``bot.queue.enqueue`` sends several tasks of one name as one message, to keep the cost of a
+Celery message off the request that queued them; here each becomes its own task again, so they
+still spread over the workers. Rerunning it sends them again, which every task tolerates (tasks
+take ids and are safe to rerun).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kombu.exceptions import OperationalError as BrokerError
+
+from bot.pipeline.task_base import RepairbotTask
+from bot.queue import names as task_names
+from bot.queue.celery_app import app
+from bot.queue.enqueue import send_each
+
+
+# A broker that fails mid-way is retried: the tasks already sent are sent again, harmlessly.
+@app.task(
+    name=task_names.DISPATCH, base=RepairbotTask, bind=True, autoretry_for=(BrokerError, OSError)
+)
+def dispatch(self: RepairbotTask, task_name: str, calls: list[list[Any]]) -> None:
+    """Send ``task_name(*args)`` for each ``args`` of ``calls``."""
+    if not task_name.startswith("repairbot.") or task_name == task_names.DISPATCH:
+        raise ValueError(f"not a task to dispatch: {task_name!r}")
+    send_each(task_name, calls)
