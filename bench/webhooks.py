@@ -12,9 +12,9 @@ of a 1 MB log, which an in-process worker would run on the CPU the intake is mea
 Two loads: a signed 8 KB GitHub ``issues`` delivery with a new ``X-GitHub-Delivery`` per
 request, and a 1 MB console log posted to ``/api/v1/ci-failures`` with a new
 ``Idempotency-Key`` per request. Each load runs at peak (``--connections``); repairbot's servers
-run it again paced at half of their own peak, for p99. Afterwards the stored rows are counted
-against the requests answered 202: lost = accepted but not stored; duplicated = a new id
-answered as a redelivery, or stored twice.
+run it again paced at half of their own peak, for p99, once the peak's writes are flushed to
+disk. Afterwards the stored rows are counted against the requests answered 202: lost =
+accepted but not stored; duplicated = a new id answered as a redelivery, or stored twice.
 Targets (issue #13): >= 0.5x the bare rate on both databases, p99 <= 50 ms at half of peak,
 0 lost, 0 duplicated.
 """
@@ -158,6 +158,9 @@ def measure(
     peak = run_wrk(url, load, f"peak{tag}", connections=connections, seconds=seconds)
     if server.database_url is None:
         return Measured(peak)
+    # The peak leaves up to a few GB of dirty pages (WAL, checkpoints); the kernel writing them
+    # back would land on the paced run's fsyncs. Flushed here, the p99 is the paced load's own.
+    os.sync()
     # Each connection waits a random delay of this mean before each request: about half the rate.
     mean_delay_ms = 1000 * connections / (peak.rate / 2)
     paced = run_wrk(
