@@ -5,8 +5,8 @@ this machine's disk takes about 225 MB/s with ``fdatasync`` (dd, 200 MiB), and S
 writes each byte twice (the WAL, then the checkpoint), so raw megabyte bodies top out near
 110 posts/s whatever the CPU does. LZ4 (the frame format) compresses the bench's console log
 4.4x at about 1 ms of CPU per MB; zlib at level 1 compresses better but costs 4.7 ms per MB.
-PostgreSQL keeps the column as given (``STORAGE EXTERNAL``, migration 0011): its own pglz pass
-over LZ4 output cost more server CPU than the rest of storing a report.
+PostgreSQL compresses the column with LZ4 (migration 0011), not pglz: a pglz pass over LZ4
+output cost more server CPU than the rest of storing a report.
 The codec is a column of its own (``deliveries.body_codec``), never guessed from the bytes: a
 body is anything a client sent, magic numbers included.
 """
