@@ -175,6 +175,11 @@ def inject_faults(stack: Stack, seconds: float) -> list[str]:
     return faults
 
 
+# A GitHub delivery still waiting for process_delivery. A CI report's body is a ``ci`` delivery
+# that stays ``stored``: its work is the report's triage, counted by ``classified_at``.
+UNPROCESSED_DELIVERY = "source = 'github' AND outcome = 'stored'"
+
+
 def wait_until_drained(engine: Engine, timeout_s: float = 900) -> None:
     """Poll until no delivery, report, run or verification is left to process (or time is up)."""
     deadline = time.monotonic() + timeout_s
@@ -182,7 +187,7 @@ def wait_until_drained(engine: Engine, timeout_s: float = 900) -> None:
         with engine.connect() as connection:
             pending = connection.execute(
                 text(
-                    "SELECT (SELECT count(*) FROM deliveries WHERE outcome = 'stored')"
+                    f"SELECT (SELECT count(*) FROM deliveries WHERE {UNPROCESSED_DELIVERY})"
                     " + (SELECT count(*) FROM reports WHERE classified_at IS NULL)"
                     f" + (SELECT count(*) FROM repair_runs WHERE state IN    {LIVE_RUNS})"
                     " + (SELECT count(*) FROM verifications"
@@ -224,7 +229,7 @@ def count(connection: Connection) -> Counts:
                 text("SELECT key FROM deliveries WHERE source = 'github'")
             )
         },
-        unprocessed=scalar("SELECT count(*) FROM deliveries WHERE outcome = 'stored'"),
+        unprocessed=scalar(f"SELECT count(*) FROM deliveries WHERE {UNPROCESSED_DELIVERY}"),
         reports=scalar("SELECT count(*) FROM reports"),
         unclassified=scalar("SELECT count(*) FROM reports WHERE classified_at IS NULL"),
         live_runs=scalar(f"SELECT count(*) FROM repair_runs WHERE state IN {LIVE_RUNS}"),

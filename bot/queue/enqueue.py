@@ -90,12 +90,12 @@ def coalesced(pending: list[_PendingTask]) -> list[_Message]:
     """
     plain: dict[str, list[_PendingTask]] = {}
     for task in pending:
-        if task.queue is None and task.countdown is None:
+        if _foldable(task):
             plain.setdefault(task.task_name, []).append(task)
     messages: list[_Message] = []
     for task in pending:
-        group = plain.get(task.task_name)
-        if group is None or task not in group:
+        group = plain[task.task_name] if _foldable(task) else []
+        if not group:  # routed to a queue of its own, or delayed
             messages.append(_Message(task.task_name, task.args, task.queue, task.countdown))
         elif len(group) == 1:
             messages.append(_Message(task.task_name, task.args))
@@ -103,6 +103,10 @@ def coalesced(pending: list[_PendingTask]) -> list[_Message]:
             calls = [list(member.args) for member in group]
             messages.append(_Message(task_names.DISPATCH, (task.task_name, calls)))
     return messages
+
+
+def _foldable(task: _PendingTask) -> bool:
+    return task.queue is None and task.countdown is None
 
 
 def send_each(task_name: str, calls: list[list[Any]]) -> None:
