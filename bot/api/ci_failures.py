@@ -64,17 +64,34 @@ def report_metadata(request: Request) -> ReportMetadata:
 def _parameters_doc() -> dict[str, Any]:
     """The OpenAPI parameters the route reads itself: the query's fields and the headers."""
     schema = ReportMetadata.model_json_schema()
-    formats = schema["$defs"]["Format"]  # inlined: an operation's $refs resolve elsewhere
     query = [
-        {"name": name, "in": "query", "required": False, "schema": field}
+        {"name": name, "in": "query", "required": False, "schema": _inlined(field, schema)}
         for name, field in schema["properties"].items()
     ]
-    query[0]["schema"] = {"anyOf": [formats, {"type": "null"}], "default": None}
     headers = [
         {"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
         for name in ("Authorization", "X-Repairbot-Signature-256", "Idempotency-Key")
     ]
     return {"parameters": query + headers}
+
+
+def _inlined(field: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``field`` with its ``$ref``s to the model's ``$defs`` replaced by what they name: in an
+    operation's parameters they would resolve against the whole OpenAPI document."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return resolve(defs[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(field)
+    return resolved
 
 
 # What CI tools send a report as. ``application/x-www-form-urlencoded`` is curl's default for
@@ -152,7 +169,7 @@ async def post_ci_failure(request: Request) -> JSONResponse:
         headers.get("authorization"),
         headers.get("x-repairbot-signature-256"),
     )
-    media_problem = media_type_problem(request.headers.get("content-type", ""))
+    media_problem = media_type_problem(headers.get("content-type", ""))
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)
     try:

@@ -17,13 +17,23 @@ from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.enqueue import send_each
 
+DISPATCHABLE = frozenset(
+    value
+    for name, value in vars(task_names).items()
+    if name.isupper() and isinstance(value, str) and value.startswith("repairbot.")
+) - {task_names.DISPATCH}
+
 
 # A broker that fails mid-way is retried: the tasks already sent are sent again, harmlessly.
 @app.task(
     name=task_names.DISPATCH, base=RepairbotTask, bind=True, autoretry_for=(BrokerError, OSError)
 )
 def dispatch(self: RepairbotTask, task_name: str, calls: list[list[Any]]) -> None:
-    """Send ``task_name(*args)`` for each ``args`` of ``calls``."""
-    if not task_name.startswith("repairbot.") or task_name == task_names.DISPATCH:
+    """Send ``task_name(*args)`` for each ``args`` of ``calls``: only one of repairbot's own
+    tasks (``bot.queue.names``; a name no worker knows would sit in the queue), each call a
+    list."""
+    if task_name not in DISPATCHABLE:
         raise ValueError(f"not a task to dispatch: {task_name!r}")
+    if not isinstance(calls, list) or not all(isinstance(args, list) for args in calls):
+        raise ValueError(f"{task_name}: calls must be a list of argument lists")
     send_each(task_name, calls)

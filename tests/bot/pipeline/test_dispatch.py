@@ -1,5 +1,6 @@
 """``bot.pipeline.dispatch``: a dispatch message's tasks sent each; a name that is not one of
-repairbot's tasks (or is dispatch itself) is refused, not sent. The real filesystem broker."""
+repairbot's registered tasks (or is dispatch itself), or calls that are not argument lists, are
+refused, not sent. The real filesystem broker."""
 
 from __future__ import annotations
 
@@ -19,9 +20,19 @@ def test_each_call_becomes_its_own_task(settings, task_settings):
     ]
 
 
-@pytest.mark.parametrize("name", ["celery.backend_cleanup", task_names.DISPATCH, "os.system"])
+@pytest.mark.parametrize(
+    "name", ["celery.backend_cleanup", task_names.DISPATCH, "os.system", "repairbot.no_such_task"]
+)
 def test_a_name_outside_repairbots_tasks_is_refused(settings, task_settings, name):
     task_settings(settings)
     with pytest.raises(ValueError, match="not a task to dispatch"):
         dispatch.run(name, [[1]])
+    assert sent_tasks(settings) == []
+
+
+@pytest.mark.parametrize("calls", [[3, 4], "[[3]]", [[3], {"id": 4}]])
+def test_calls_that_are_not_argument_lists_are_refused(settings, task_settings, calls):
+    task_settings(settings)
+    with pytest.raises(ValueError, match="list of argument lists"):
+        dispatch.run(task_names.TRIAGE, calls)
     assert sent_tasks(settings) == []

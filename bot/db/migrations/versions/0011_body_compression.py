@@ -20,10 +20,10 @@ def upgrade() -> None:
     """Apply this revision: PostgreSQL compresses ``deliveries.body`` with LZ4, or not at all.
 
     Large bodies arrive already LZ4-compressed (``bot.db.body_codec``), and PostgreSQL's default
-    pglz pass over them cost about 6 ms of server CPU per megabyte report (bench/webhooks.py:
-    0.74 cores at 100 reports/s; with LZ4, 0.33 cores at 228/s, as good as no compression). LZ4
-    still shrinks the small bodies stored as received (webhook payloads). A server built
-    without LZ4 (it is optional before PostgreSQL 16's packages) keeps the bodies as given.
+    pglz pass over them cost about 7.4 ms of server CPU per megabyte report (bench/webhooks.py:
+    0.74 cores at 100 reports/s; with LZ4, 1.4 ms: 0.33 cores at 228/s, as good as no
+    compression). LZ4 still shrinks the small bodies stored as received (webhook payloads). A
+    server built without LZ4 (a build option) keeps the bodies as given.
     SQLite stores blobs as given and has no such setting.
     """
     bind = op.get_bind()
