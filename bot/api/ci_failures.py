@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 from bot.api.body import read_capped_body
 from bot.api.group_write import committed
 from bot.config import Settings
-from bot.db.body_codec import StoredBody
 from bot.db.group_commit import WriteKind
 from bot.db.models import CiFailure
 from bot.intake.ci_reports import (
@@ -27,7 +26,7 @@ from bot.intake.ci_reports import (
 )
 from bot.intake.webhook_auth import is_valid
 from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
-from fixers.intake import FailureReport, Format, IntakeError, screen_report
+from fixers.intake import FailureReport, Format, IntakeError, screen_report, screens_in_place
 
 router = APIRouter()
 
@@ -173,7 +172,7 @@ async def post_ci_failure(request: Request) -> JSONResponse:
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)
     try:
-        parsed, encoded = await run_in_threadpool(_screen_and_encode, body, meta)
+        parsed = await _screened(body, meta)
     except IntakeError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     source = _report_source(parsed, meta, idempotency_key)
@@ -181,18 +180,22 @@ async def post_ci_failure(request: Request) -> JSONResponse:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "the token's pipeline and the report's differ"
         )
-    report = CiReport(source, body, parsed, encoded)
+    report = CiReport(source, body, parsed)
     answer, code = await committed(settings, STORE_REPORTS, report)
     if code == status.HTTP_409_CONFLICT:
         raise HTTPException(code, answer["detail"])
     return JSONResponse(answer, code)
 
 
-def _screen_and_encode(body: bytes, meta: ReportMetadata) -> tuple[FailureReport, StoredBody]:
-    """Off the event loop, before the writer: the report screened (console text only; triage
-    reads its failures from the stored body) and its body encoded for storage."""
-    parsed = screen_report(body, format=meta.format, stage=meta.stage)
-    return parsed, StoredBody.of(body)
+async def _screened(body: bytes, meta: ReportMetadata) -> FailureReport:
+    """The report screened before it is stored: console text in place (a scan for NUL; triage
+    reads its failures from the stored body), a document parsed in the thread pool.
+
+    In place because the thread pool's round trip, under wrk with 1 MB logs, kept each request
+    waiting ~18 ms for a scan that takes 0.02 ms."""
+    if screens_in_place(body, meta.format):
+        return screen_report(body, format=meta.format, stage=meta.stage)
+    return await run_in_threadpool(screen_report, body, format=meta.format, stage=meta.stage)
 
 
 def _store_all(session: Session, reports: list[CiReport]) -> list[tuple[dict[str, Any], int]]:

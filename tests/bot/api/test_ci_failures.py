@@ -98,7 +98,7 @@ def test_a_large_log_is_stored_compressed_and_triage_reads_it_whole(
     assert posted.status_code == 202, posted.text
     with session_scope(settings.resolved_database_url) as session:
         delivery = session.scalars(select(Delivery)).one()
-        assert delivery.body_codec == "lz4" and len(delivery.body) < len(log) // 2
+        assert delivery.body_codec == "zstd" and len(delivery.body) < len(log) // 2
         assert delivery.content() == log
     triage_report(settings, posted.json()["report_id"])
     assert client.get(posted.json()["url"]).json()["failure_count"] == 9
