@@ -19,7 +19,7 @@ def test_migrations_match_the_models(settings):
 
 
 def test_postgresql_compresses_delivery_bodies_with_lz4(settings):
-    """Large bodies come LZ4-compressed already (bot.db.body_codec): PostgreSQL must not pass
+    """Large bodies come compressed already (zstd, bot.db.body_codec): PostgreSQL must not pass
     them through pglz (that cost more server CPU than storing the report). SQLite has no such
     setting."""
     url = settings.resolved_database_url
