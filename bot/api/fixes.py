@@ -9,11 +9,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
-from bot.db.request_scope import get_session
+from bot.db.request_scope import get_read_session
 from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(prefix="/api/v1")
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_read_session)]
 
 
 def _run_json(run: RepairRun) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, status
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from bot.db.request_scope import get_session
+from bot.db.request_scope import get_read_session
 
 router = APIRouter()
 
@@ -20,7 +20,7 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-def readyz(session: Annotated[Session, Depends(get_session)]) -> dict[str, str]:
+def readyz(session: Annotated[Session, Depends(get_read_session)]) -> dict[str, str]:
     """The database answers and is migrated."""
     try:
         version = session.execute(text("SELECT version_num FROM alembic_version")).scalar_one()

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
-from bot.db.request_scope import get_session
+from bot.db.request_scope import get_read_session
 
 router = APIRouter()
 RECENT = 10_000
@@ -67,7 +67,7 @@ class DatabaseCollector(Collector):
 
 
 @router.get("/metrics")
-def metrics(session: Annotated[Session, Depends(get_session)]) -> Response:
+def metrics(session: Annotated[Session, Depends(get_read_session)]) -> Response:
     """Prometheus exposition format."""
     registry = CollectorRegistry()
     registry.register(DatabaseCollector(session))

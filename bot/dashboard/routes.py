@@ -20,11 +20,11 @@ from bot.dashboard.queries import facets, list_fixes, state_counts
 from bot.dashboard.render import page
 from bot.dashboard.stats import overview
 from bot.db.models import Verdict, utcnow
-from bot.db.request_scope import get_session
+from bot.db.request_scope import get_read_session
 from fixers.input_rules import MAX_SQL_INT
 
 router = APIRouter(include_in_schema=False)
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_read_session)]
 STATIC_DIR = Path(__file__).parent / "static"
 VERDICT_ORDER = tuple(verdict.value for verdict in Verdict)
 
