@@ -121,14 +121,6 @@ class Delivery(Base):
     """One inbound request (GitHub webhook or CI post), stored before anything acts on it."""
 
     __tablename__ = "deliveries"
-    __table_args__ = (
-        # The reconciler's lookup (source, outcome, dispatched_at) and /metrics' counts (by
-        # source, event, outcome) read this index alone. Without it both scanned the table, and
-        # on SQLite reading a column stored after a large body walks that body's overflow pages:
-        # 110-185 ms per pass over 59,000 deliveries, inside a transaction holding the write lock
-        # that the intake's writer then waited on (a 238 ms stall in bench/webhooks.py's paced run).
-        Index("ix_deliveries_pending", "source", "outcome", "dispatched_at", "event"),
-    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     source: Mapped[str] = mapped_column(String(16))

@@ -13,9 +13,10 @@ from bot.db.crud import (
     unanswered_invocations,
     unclassified_reports,
     undispatched_deliveries,
+    undispatched_delivery_ids,
 )
 from bot.db.models import RunState, utcnow
-from bot.db.session import session_scope
+from bot.db.session import read_scope, session_scope
 from bot.pipeline.fan_out import resend_pending
 from bot.pipeline.lost_runs import attempt_alive, lost_again, resent_reason
 from bot.pipeline.task_base import RepairbotTask
@@ -29,9 +30,14 @@ def reconcile_once(settings: Settings) -> int:
     """Re-enqueue stale runs, unclassified reports, lost deliveries and queued commands' tasks;
     returns how many tasks were sent."""
     older_than = timedelta(seconds=settings.stale_after_s)
+    url = settings.resolved_database_url
     sent = 0
-    with session_scope(settings.resolved_database_url) as session:
-        for delivery in undispatched_deliveries(session, older_than=older_than):
+    # The scan of every delivery, outside the writing transaction: on SQLite that one holds the
+    # write lock, and the intake's writer waited out the scan (a 238 ms batch under wrk).
+    with read_scope(url) as reading:
+        candidates = undispatched_delivery_ids(reading, older_than=older_than)
+    with session_scope(url) as session:
+        for delivery in undispatched_deliveries(session, older_than=older_than, among=candidates):
             delivery.dispatched_at = utcnow()
             enqueue_after_commit(session, task_names.PROCESS_DELIVERY, delivery.id)
             sent += 1
