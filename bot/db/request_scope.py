@@ -2,7 +2,7 @@
 
 Only GET routes take one, and they only read: the intake's writes go through the group commit
 (``bot.api.group_write``). So the session is a reading one, which on SQLite holds no write lock
-while a page renders."""
+while a page renders, and refuses ORM changes (``ReadOnlySessionError``)."""
 
 from __future__ import annotations
 

@@ -66,12 +66,28 @@ def session_factory(url: str) -> sessionmaker[Session]:
     return sessionmaker(engine_for(url), expire_on_commit=False)
 
 
+class ReadOnlySessionError(RuntimeError):
+    """ORM changes made in a reading session, which never commits them."""
+
+
+def _refuse_writes(session: Session, *_: object) -> None:
+    changed = len(session.new) + len(session.dirty) + len(session.deleted)
+    raise ReadOnlySessionError(
+        f"{changed} change(s) in a reading session: write in session_scope, not read_scope"
+    )
+
+
 @cache
 def read_session_factory(url: str) -> sessionmaker[Session]:
-    """Sessions for work that only reads: on SQLite their transactions take no write lock."""
-    return sessionmaker(
+    """Sessions for work that only reads: on SQLite their transactions take no write lock.
+
+    They never commit, so an ORM change made in one raises (at its flush) instead of vanishing.
+    """
+    factory = sessionmaker(
         engine_for(url).execution_options(**{READ_ONLY: True}), expire_on_commit=False
     )
+    event.listen(factory, "before_flush", _refuse_writes)
+    return factory
 
 
 @contextmanager

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from bot.db.migrate import upgrade
-from bot.db.session import read_scope, session_scope
+from bot.db.models import Delivery
+from bot.db.session import ReadOnlySessionError, read_scope, session_scope
 
 
 @pytest.fixture
@@ -38,6 +39,17 @@ def test_a_reading_session_leaves_the_write_lock_free(database: tuple[str, Path]
     with read_scope(url) as session:
         session.execute(text("SELECT count(*) FROM deliveries")).one()  # its transaction is open
         take_the_write_lock(path)
+
+
+def test_a_change_made_in_a_reading_session_raises_instead_of_vanishing(
+    database: tuple[str, Path],
+) -> None:
+    url, _ = database
+    with pytest.raises(ReadOnlySessionError, match="1 change"), read_scope(url) as session:
+        session.add(Delivery(source="github", key="k", event="e", action=None, body=b"{}"))
+        session.flush()
+    with read_scope(url) as session:
+        assert session.query(Delivery).count() == 0
 
 
 def test_a_writing_session_holds_it_from_its_first_statement(database: tuple[str, Path]) -> None:
