@@ -219,6 +219,9 @@ def unanswered_invocations(
     ).all()
 
 
+IDS_PER_QUERY = 1000
+
+
 def _undispatched(older_than: timedelta) -> list[ColumnElement[bool]]:
     cutoff = utcnow() - older_than
     return [
@@ -246,8 +249,15 @@ def undispatched_deliveries(
     session: Session, *, older_than: timedelta, among: Collection[int]
 ) -> Sequence[Delivery]:
     """The deliveries of ``among`` (ids from :func:`undispatched_delivery_ids`) that are still
-    undispatched: one processed or re-sent since is left out."""
-    if not among:
-        return []
-    query = select(Delivery).where(Delivery.id.in_(sorted(among)), *_undispatched(older_than))
-    return session.scalars(query).all()
+    undispatched: one processed or re-sent since is left out.
+
+    Asked for in chunks: after a long outage ``among`` can pass what one statement may bind
+    (65,535 parameters on PostgreSQL), and a pass that always failed would never catch up.
+    """
+    ids = sorted(among)
+    found: list[Delivery] = []
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        chunk = ids[start : start + IDS_PER_QUERY]
+        query = select(Delivery).where(Delivery.id.in_(chunk), *_undispatched(older_than))
+        found += session.scalars(query).all()
+    return found

@@ -67,3 +67,13 @@ def test_one_still_lost_is_loaded_for_resending(settings) -> None:
     with session_scope(url) as session:
         found = undispatched_deliveries(session, older_than=STALE, among=candidates)
         assert [d.key for d in found] == ["github:lost"] and found[0].id == ids["github:lost"]
+
+
+def test_more_ids_than_one_statement_may_bind_are_asked_for_in_chunks(settings) -> None:
+    """After a long outage the scan can find more than PostgreSQL's 65,535 parameters."""
+    url = settings.resolved_database_url
+    ids = _store(url)
+    among = [ids["github:lost"], *range(10_000_000, 10_070_000)]  # the rest: gone since
+    with session_scope(url) as session:
+        found = undispatched_deliveries(session, older_than=STALE, among=among)
+        assert [d.key for d in found] == ["github:lost"]
