@@ -59,6 +59,7 @@ def serve(
     )
     api = create_app(settings)
     _freeze_startup_objects()
+    _exit_through_cleanup_on_sigterm()
     try:
         uvicorn.run(
             api,
@@ -71,6 +72,27 @@ def serve(
         stop.set()
         if verifier is not None:
             verifier.stop()
+
+
+def _exit_through_cleanup_on_sigterm() -> None:
+    """Make SIGTERM (``docker stop``, systemd, Kubernetes) end the process with ``SystemExit``.
+
+    uvicorn shuts down gracefully on SIGTERM, then raises it again with the handler it found.
+    With Python's default one the process died right there, before this command's ``finally``
+    and the ``atexit`` hooks: every restart left the spare import checks' run folders in the
+    system temp dir and their sandboxes to die with the parent. Exit status 143 (128 + 15), as a
+    shell reports a process SIGTERM ended.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # signals reach the main thread only; uvicorn then handles none either
+
+    def exit_process(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, exit_process)
 
 
 def _freeze_startup_objects() -> None:

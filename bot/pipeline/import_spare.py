@@ -29,6 +29,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from celery.signals import worker_process_shutdown
+
 from bot.config import Settings
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
@@ -155,3 +157,10 @@ def discard_spares() -> None:
         _spares.clear()
     for spare in spares:
         spare.discard()
+
+
+@worker_process_shutdown.connect
+def _discard_at_pool_exit(**_: object) -> None:
+    """A prefork pool's child ends with ``os._exit``, past the ``atexit`` hook: its spares'
+    run folders stayed in the temp dir at every worker shutdown or child recycled."""
+    discard_spares()

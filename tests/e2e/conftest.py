@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.cli.demo_target import build_target, run_tests
 from bot.intake.webhook_auth import sign
 from tests import held_repair
 from tests.conftest import CI_TOKEN, SECRET
@@ -193,3 +194,13 @@ def make_service(
     yield build
     for service in made:
         service.stop_all()
+
+
+@pytest.fixture(scope="module")
+def failing_target(tmp_path_factory):
+    """The legacy workers as a git repository, and their real failing pytest output."""
+    repo = tmp_path_factory.mktemp("target") / "repo"
+    head = build_target(repo)
+    before = run_tests(repo)
+    assert before.returncode != 0, "the legacy target must fail before the fix"
+    return repo, head, before.console

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from bot.cli.demo_target import (
-    build_target,
     post_failure,
     run_tests,
     wait_for_runs,
@@ -23,16 +22,6 @@ from bot.git import fresh_worktree
 from tests.conftest import CI_TOKEN, drop_all_tables
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def failing_target(tmp_path_factory):
-    """The legacy workers as a git repository, and their real failing pytest output."""
-    repo = tmp_path_factory.mktemp("target") / "repo"
-    head = build_target(repo)
-    before = run_tests(repo)
-    assert before.returncode != 0, "the legacy target must fail before the fix"
-    return repo, head, before.console
 
 
 def _repair(service, target, build_number: int, timeout_s: float = 180):
