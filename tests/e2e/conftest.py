@@ -187,6 +187,10 @@ def make_service(
             }
         )
         env.update({f"REPAIRBOT_{key.upper()}": value for key, value in settings.items()})
+        # The processes' temp dir: what one killed with SIGKILL leaves there (its spare import
+        # checks' run folders) goes with pytest's temp folders, not into the machine's /tmp.
+        env["TMPDIR"] = str(tmp_path / "temp")
+        (tmp_path / "temp").mkdir(exist_ok=True)
         service = Service(env=env, data_dir=data_dir, port=free_port(), log_dir=log_dir)
         made.append(service)
         return service

@@ -3,7 +3,7 @@ run their cleanup: the spare import checks' sandboxes stop and their folders go.
 
 Each spare keeps a run folder in the system temp dir (``repairbot-import-probe-*``) and a
 ``worktrees/spare-*`` folder with its lease. The processes run with ``TMPDIR`` set to a folder
-of the test's own, so what they leave there is theirs alone.
+of the test's own (``make_service``), so what they leave there is theirs alone.
 """
 
 from __future__ import annotations
@@ -39,13 +39,9 @@ def _wait(what: str, ready: Callable[[], bool], logs: Callable[[], str], timeout
 
 
 @pytest.mark.parametrize("signalled", ["main process", "process group"])
-def test_sigterm_stops_serve_after_removing_its_spare_import_checks(
-    make_service, tmp_path, signalled
-):
-    temp = tmp_path / "temp"
-    temp.mkdir()
+def test_sigterm_stops_serve_after_removing_its_spare_import_checks(make_service, signalled):
     service = make_service()
-    service.env["TMPDIR"] = str(temp)
+    temp = Path(service.env["TMPDIR"])
     service.start_api()
     worktrees = service.data_dir / "worktrees"
     # The embedded worker starts two spares (import_spares) before it takes any repair.
@@ -66,12 +62,10 @@ def test_sigterm_stops_serve_after_removing_its_spare_import_checks(
 
 
 def test_sigterm_stops_a_prefork_worker_after_its_children_remove_their_spares(
-    make_service, failing_target, tmp_path
+    make_service, failing_target
 ):
-    temp = tmp_path / "temp"
-    temp.mkdir()
     service = make_service(embedded_worker="false")
-    service.env["TMPDIR"] = str(temp)
+    temp = Path(service.env["TMPDIR"])
     service.start_api()
     # Two processes: the pool's children (billiard) end with os._exit, past any atexit hook.
     worker = service.start("worker", "worker", "-Q", "repair", "--concurrency", "2")
