@@ -208,3 +208,15 @@ def failing_target(tmp_path_factory):
     before = run_tests(repo)
     assert before.returncode != 0, "the legacy target must fail before the fix"
     return repo, head, before.console
+
+
+def wait_for(what: str, ready: Callable[[], Any], logs: Callable[[], str], timeout_s: float = 300):
+    """What ``ready()`` returns once it is truthy; fails with ``what`` and ``logs()`` after
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = ready()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what}: not after {timeout_s} s\n{logs()}"
+        time.sleep(0.3)

@@ -7,8 +7,6 @@ import json
 import os
 import shutil
 import signal
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree
 from tests.bot.runner.test_workdirs import registered
 from tests.conftest import CI_TOKEN
+from tests.e2e.conftest import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -72,16 +71,6 @@ def _post(client: Any, target: Target, build_number: int) -> str:
     return str(answer["url"])
 
 
-def _wait(what: str, ready: Callable[[], Any], logs: Callable[[], str], timeout_s: float = 300):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = ready()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not after {timeout_s} s\n{logs()}"
-        time.sleep(0.3)
-
-
 def _database(service) -> str:
     return f"sqlite:///{(service.data_dir / 'repairbot.db').resolve()}"
 
@@ -111,7 +100,7 @@ def test_a_hanging_verification_does_not_stall_triage_and_repairs(make_service, 
     try:
         with service.client() as client:
             _post(client, hanging, build_number=1)
-            _wait("the hanging test runs", lambda: _marker(runs, "HANGING"), service.logs)
+            wait_for("the hanging test runs", lambda: _marker(runs, "HANGING"), service.logs)
 
             report = wait_for_runs(client, _post(client, other, build_number=2), timeout_s=300)
             fixes = {fix["repository"]: fix for fix in client.get("/api/v1/fixes").json()}
@@ -137,7 +126,7 @@ def test_a_killed_verification_process_is_requeued_and_leaves_no_worktree(make_s
     service.start_api()
     with service.client() as client:
         _post(client, target, build_number=1)
-        _wait("the slow test runs", lambda: _marker(runs, "SLEEPING"), service.logs)
+        wait_for("the slow test runs", lambda: _marker(runs, "SLEEPING"), service.logs)
     (running,) = _verifications(service, target.repo)
     assert running.state == "running" and running.heartbeat_at is not None
     killed = int(running.options["runner"]["pid"])
@@ -150,7 +139,7 @@ def test_a_killed_verification_process_is_requeued_and_leaves_no_worktree(make_s
         (row,) = _verifications(service, target.repo)
         return row if row.state not in ("queued", "running") else None
 
-    row = _wait("the re-queued verification finishes", finished, service.logs)
+    row = wait_for("the re-queued verification finishes", finished, service.logs)
     assert (row.state, row.verdict) == ("done", "fixed"), (row.reason, service.logs())
     assert row.options["attempts"] == 2
     assert int(row.options["runner"]["pid"]) != killed
@@ -175,7 +164,7 @@ def test_worktrees_left_by_a_crash_are_pruned_when_the_service_starts(make_servi
         assert [run["state"] for run in first["runs"]] == ["pr_opened"], service.logs()
         pause.touch()
         url = _post(client, crashed, build_number=2)
-        _wait(
+        wait_for(
             "the repair is paused in its worktree",
             lambda: [r["state"] for r in client.get(url).json()["runs"]] == ["patched"],
             service.logs,
@@ -197,7 +186,7 @@ def test_worktrees_left_by_a_crash_are_pruned_when_the_service_starts(make_servi
         resumed = wait_for_runs(client, url, timeout_s=300)
     assert [run["state"] for run in resumed["runs"]] == ["pr_opened"], service.logs()
     # The PR is recorded a moment before the repair removes its own worktree.
-    _wait(
+    wait_for(
         "the resumed repair's worktree is gone",
         lambda: registered(crashed.repo) == [],
         service.logs,

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from bot.cli.demo_target import post_failure, wait_for_runs
 from tests.conftest import CI_TOKEN
+from tests.e2e.conftest import wait_for
 
 pytestmark = pytest.mark.e2e
 SIGTERM_EXIT = 128 + signal.SIGTERM  # SystemExit(143) after the cleanup, as a shell reports it
@@ -31,13 +30,6 @@ def _spare_folders(worktrees: Path) -> list[Path]:
     return sorted(worktrees.glob("spare-*")) if worktrees.exists() else []
 
 
-def _wait(what: str, ready: Callable[[], bool], logs: Callable[[], str], timeout_s: float = 120):
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{logs()}"
-        time.sleep(0.2)
-
-
 @pytest.mark.parametrize("signalled", ["main process", "process group"])
 def test_sigterm_stops_serve_after_removing_its_spare_import_checks(make_service, signalled):
     service = make_service()
@@ -45,10 +37,12 @@ def test_sigterm_stops_serve_after_removing_its_spare_import_checks(make_service
     service.start_api()
     worktrees = service.data_dir / "worktrees"
     # The embedded worker starts two spares (import_spares) before it takes any repair.
-    _wait(
+    # Each has a run folder in the temp dir, and a worktree folder with its lease file.
+    wait_for(
         "the spares",
         lambda: len(_probe_folders(temp)) == 2 and len(_spare_folders(worktrees)) == 4,
         service.logs,
+        timeout_s=120,
     )
     api = service.processes.pop("api")
     # docker stop signals the main process only; systemd's default, the whole group.
@@ -78,8 +72,13 @@ def test_sigterm_stops_a_prefork_worker_after_its_children_remove_their_spares(
     assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
     worktrees = service.data_dir / "worktrees"
     # After its attempt the child that ran it starts spares for the next one.
-    _wait("the spares", lambda: len(_probe_folders(temp)) >= 1, service.logs)
-    _wait("their sandboxes", lambda: len(_spare_folders(worktrees)) >= 2, service.logs)
+    wait_for("the spares", lambda: len(_probe_folders(temp)) >= 1, service.logs, timeout_s=120)
+    wait_for(
+        "their worktree folders",
+        lambda: len(_spare_folders(worktrees)) >= 2,
+        service.logs,
+        timeout_s=120,
+    )
     service.processes.pop("worker")
     os.kill(worker.pid, signal.SIGTERM)  # Celery's warm shutdown, then the children exit
     worker.wait(timeout=60)
