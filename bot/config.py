@@ -150,6 +150,14 @@ class Settings(BaseSettings):
         max_length=50,  # GitHub's longest label name
         description="A PR with this label gets no reviews, comments, checks or fix runs",
     )
+    trusted_branches: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Branches (fnmatch patterns, e.g. release/*) besides each repository's default "
+            "branch whose commits the bot may build fixes on; any other commit (a fork PR's "
+            "head, a PR branch) is reviewed, never pushed"
+        ),
+    )
     github_writes_per_minute: int = Field(
         default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
     )
@@ -195,6 +203,19 @@ class Settings(BaseSettings):
     )
     contract_check_max_files: int = Field(
         default=3000, ge=1, description="A PR changing more files gets an error status, unchecked"
+    )
+    contract_check_max_write_files: int = Field(
+        default=50_000,
+        ge=1,
+        description=(
+            "Files one contract check may write under the data dir (base and merged tree "
+            "together); past it: an error status, nothing more written"
+        ),
+    )
+    contract_check_max_write_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1,
+        description="Bytes one contract check may write under the data dir (as the files cap)",
     )
     contract_recheck_max_prs: int = Field(
         default=50, ge=0, description="Open PRs re-checked when a push changes a contract"

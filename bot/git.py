@@ -45,12 +45,15 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
     return result.stdout
 
 
-def run_git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def run_git(
+    repo: Path, *args: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """``git -C repo args...`` with bytes out and its exit status, for callers that read both
-    (``merge-tree``'s conflicts, a blob that may be absent)."""
+    (``merge-tree``'s conflicts, a blob that may be absent); ``stdin`` is fed to it."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     return subprocess.run(
         ["git", "-C", str(repo), *args],
+        input=stdin,
         capture_output=True,
         timeout=GIT_TIMEOUT_S,
         env=env,

@@ -17,6 +17,8 @@ from fixers.failures import Finding
 from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, read_repo_file
 
 CONFIG_FILE = ".repairbot.toml"
+# Every file at a repository's top that the sweep reads its rules from.
+CONFIG_FILES = frozenset({CONFIG_FILE, "pyproject.toml"})
 DEFAULT_TEST_DIRS: tuple[str, ...] = ("tests", "test", "testing")
 
 

@@ -19,7 +19,13 @@ from fixers.contract_inference import INFERENCE_MARKERS, infer_contracts
 from fixers.contracts import Contract
 from fixers.pyfacts import ClassFacts, FactsError, ModuleFacts, module_facts_from_tree, parse_python
 from fixers.repo_files import SourceFile, list_python_files, module_names
-from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, escaping, read_repo_file
+from fixers.repo_paths import (
+    DEFAULT_MAX_FILE_BYTES,
+    FileRefused,
+    escaping,
+    name_problem,
+    read_repo_file,
+)
 
 _MAX_DEPTH = 32
 
@@ -96,8 +102,10 @@ class RepoIndex:
         self.cache = cache if cache is not None else IndexCache()
         self.max_file_bytes = max_file_bytes
         rels, self.listing = list_python_files(root, exclude)
-        # Files reached through a symlink out of the tree are never read: reported as skips.
+        # Files reached through a symlink out of the tree, or named with control characters,
+        # are never read: reported as skips.
         self.errors: dict[str, str] = escaping(root, rels)
+        self.errors.update({rel: why for rel in rels if (why := name_problem(rel)) is not None})
         rels = [rel for rel in rels if rel not in self.errors]
         self.files: dict[str, SourceFile] = {f.rel: f for f in module_names(root, rels)}
         self.by_module: dict[str, str] = {f.module: f.rel for f in self.files.values()}

@@ -48,6 +48,26 @@ def ref_problem(ref: str) -> str | None:
     return None
 
 
+# Characters that would break a path or a test id out of the line it is shown on, or make it
+# display as something else: C0/C1 controls (newlines, escapes), line and paragraph separators,
+# and the bidirectional overrides ("Trojan Source").
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def control_character_problem(text: str) -> str | None:
+    r"""Why ``text`` (a path, a test id) cannot be shown or used as one line (None: it can).
+
+    >>> control_character_problem("tests/test_a.py::test_b[x-y]") is None
+    True
+    >>> control_character_problem("a.py\nRepairbot-Invocation: 1")
+    'contains the control character U+000A at position 5'
+    """
+    found = _INVISIBLE.search(text)
+    if found is None:
+        return None
+    return f"contains the control character U+{ord(found.group()):04X} at position {found.start()}"
+
+
 def safe_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a queue name or a GPU type (None: it can)."""
     if SAFE_NAME.match(name):
@@ -84,3 +104,5 @@ def _checked(problem_of: Callable[[str], str | None]) -> Callable[[str], str]:
 # (``javascript:`` and friends never are), and a ref that reaches git as a plain name.
 HttpLink = Annotated[str, AfterValidator(_checked(http_url_problem))]
 GitRefName = Annotated[str, AfterValidator(_checked(ref_problem))]
+# A test id or a path: shown on one line in PR bodies and comments, passed to pytest.
+OneLine = Annotated[str, AfterValidator(_checked(control_character_problem))]

@@ -14,11 +14,20 @@ import os
 import stat
 from pathlib import Path
 
+from fixers.input_rules import control_character_problem
+
 DEFAULT_MAX_FILE_BYTES = 2 << 20  # 2 MiB: larger than any hand-written module we have met
 
 
 class FileRefused(ValueError):
     """A repository file the bot will not read or write; the message says why."""
+
+
+def name_problem(rel: str) -> str | None:
+    """Why a file name cannot be swept (None: it can): one with a control character would break
+    out of every line it is shown on (a PR body, a commit message's trailers)."""
+    problem = control_character_problem(rel)
+    return None if problem is None else f"refused: the path {problem}"
 
 
 def escape_problem(root: Path, rel: str) -> str | None:

@@ -11,9 +11,10 @@ from fastapi import APIRouter, Depends, Response
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.db.contract_checks import ContractCheck
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
 from bot.db.request_scope import get_read_session
@@ -28,7 +29,8 @@ def _aware(moment: datetime) -> datetime:
 
 
 class DatabaseCollector(Collector):
-    """Deliveries by event and outcome, runs by state, and time spent reaching each state."""
+    """Deliveries by event and outcome, runs by state, time spent reaching each state, and what
+    contract checks wrote."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -64,6 +66,36 @@ class DatabaseCollector(Collector):
         for state, values in sorted(totals.items()):
             reached.add_metric([state], sum(values) / len(values))
         yield reached
+        yield self._contract_check_writes()
+
+    def _contract_check_writes(self) -> Metric:
+        """What the recent contract checks wrote under the data dir: the largest and the sum."""
+        written = GaugeMetricFamily(
+            "repairbot_contract_check_written",
+            f"Files and bytes contract checks wrote under the data dir (last {RECENT} checks)",
+            labels=["unit", "stat"],
+        )
+        recent = (
+            select(ContractCheck.written_files, ContractCheck.written_bytes)
+            .order_by(ContractCheck.id.desc())
+            .limit(RECENT)
+            .subquery()
+        )
+        row = self._session.execute(
+            select(
+                func.max(recent.c.written_files),
+                func.sum(recent.c.written_files),
+                func.max(recent.c.written_bytes),
+                func.sum(recent.c.written_bytes),
+            )
+        ).one()
+        for (unit, stat), value in zip(
+            [("files", "max"), ("files", "sum"), ("bytes", "max"), ("bytes", "sum")],
+            row,
+            strict=True,
+        ):
+            written.add_metric([unit, stat], float(value or 0))
+        return written
 
 
 @router.get("/metrics")

@@ -7,8 +7,15 @@ pipeline does it) and commit once, as the bot, with who asked in a trailer. Then
 - the bot may write to the PR's branch (same repository, or a fork whose author allows edits
   from maintainers): push that commit there, only while the branch is still at the head that
   was fixed (``bot.forges.github.mirror.push_onto``: a fast-forward under a lease, never forced);
-- otherwise: push the commit to a branch of ours in the base repository and open a PR from it
-  *into the fork*, against the author's branch, which the reply links.
+- otherwise the fix would carry the fork's commits into a branch of the base repository: only
+  once a maintainer confirmed the reviewed head (``--confirm-fork HEAD_SHA``, the head still
+  there), push it to ``repairbot-fork/apply-fix/N`` (a namespace CI should not run on push:
+  docs/security.md) and open a PR from it *into the fork*, against the author's branch, which
+  the reply links. Without the confirmation the reply says what would be pushed where.
+
+The sweep runs under the base branch's configuration (``bot.forges.provenance.trusted_config``),
+never the PR's own, and every push carries only the PR's head and the bot's commit
+(``check_push``).
 
 The reply goes on the PR under the comment's reply key (once per comment); the audit row gets
 the outcome. Safe to run twice: one run per invocation at a time (the worktree's lease), a
@@ -18,6 +25,7 @@ reported rather than fixed again, and the PR into a fork is opened once per invo
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +35,11 @@ from github import GithubException
 from bot.commands.dispatch import reply_key
 from bot.commands.registry import QUEUED
 from bot.config import Settings
+from bot.db.inert_text import code_span, visible, within
 from bot.db.models import CommandInvocation
 from bot.db.rows import violation_lines
 from bot.db.session import session_scope
 from bot.forges.branch_guard import push_refusal
-from bot.forges.github.api import PullState
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import (
     BranchMoved,
@@ -39,6 +47,14 @@ from bot.forges.github.mirror import (
     push_branch,
     push_onto,
     sync_mirror,
+)
+from bot.forges.github.pulls import PullState
+from bot.forges.provenance import (
+    FORK_BRANCH_PREFIX,
+    ProvenanceRefused,
+    branch_tip,
+    check_push,
+    trusted_config,
 )
 from bot.git import commit_all, fresh_worktree, git, remove_worktree, resolve_commit
 from bot.runner.sandbox import sandbox_options
@@ -51,6 +67,7 @@ TRAILER = "Repairbot-Invocation"
 # "apply-fix" never reads as a repair run's id.
 WORKTREE_PREFIX = "run-apply-fix-"
 REPLY_CHARS = 6000
+log = logging.getLogger(__name__)
 _REJECTED_REASON = re.compile(r"\[(?:remote )?rejected\][^\n]*\(([^)\n]{1,200})\)")
 
 
@@ -64,6 +81,7 @@ class Request:
     login: str
     comment_id: int
     command: str
+    confirm_fork: str | None = None  # the head a maintainer reviewed (``--confirm-fork``)
 
 
 @dataclass(frozen=True)
@@ -97,6 +115,9 @@ def apply_fix_run(settings: Settings, invocation_id: int, comment_id: int) -> st
             answer = _apply(settings, forge, request, worktree)
         except GithubException as exc:
             answer = Answer("error", f"GitHub answered {exc.status}: {_github_message(exc)}")
+        except ProvenanceRefused as exc:
+            log.error("apply-fix %s: %s", invocation_id, exc)
+            answer = Answer("refused", "nothing was pushed: " + str(exc))
         answer_on_pull(settings, forge, request, answer)
         return answer.outcome
 
@@ -115,7 +136,16 @@ def _queued(settings: Settings, invocation_id: int, comment_id: int) -> Request 
         row = session.get(CommandInvocation, invocation_id)
         if row is None or row.outcome != QUEUED:
             return None
-        return Request(row.id, row.repository, row.pr_number, row.author, comment_id, row.text)
+        confirmed = (row.arguments or {}).get("confirm_fork")
+        return Request(
+            row.id,
+            row.repository,
+            row.pr_number,
+            row.author,
+            comment_id,
+            row.text,
+            confirmed if isinstance(confirmed, str) else None,
+        )
 
 
 def answer_on_pull(
@@ -142,7 +172,9 @@ def answer_on_pull(
 def _apply(settings: Settings, forge: GitHubForge, request: Request, worktree: Path) -> Answer:
     pull = forge.pull(request.repository, request.number)
     if pull.state != "open":
-        return Answer("refused", f"Not running `{request.command}`: this PR is {pull.state}.")
+        return Answer(
+            "refused", f"Not running {code_span(request.command)}: this PR is {pull.state}."
+        )
     if pull.head_repository is None:
         return Answer(
             "refused", "this PR's head repository was deleted: there is no branch to fix."
@@ -152,12 +184,17 @@ def _apply(settings: Settings, forge: GitHubForge, request: Request, worktree: P
     if _applied_by(mirror, head, request.invocation_id):
         return Answer("accepted", f"`{head[:12]}` on `{pull.head_ref}` is already this fix.", True)
     into_fork = pull.from_fork and not pull.maintainer_can_modify
-    guarded = None if into_fork else _branch_guarded(settings, mirror, pull, head)
-    if guarded is not None:
-        return guarded
+    refused = (
+        _unconfirmed(request, pull, head)
+        if into_fork
+        else _branch_guarded(settings, mirror, pull, head)
+    )
+    if refused is not None:
+        return refused
     try:
         fresh_worktree(mirror, worktree, head)
-        fixed = _fix_and_commit(settings, worktree, request, head)
+        with trusted_config(mirror, worktree, branch_tip(mirror, pull.base_ref)):
+            fixed = _fix_and_commit(settings, worktree, request, head)
         if isinstance(fixed, Answer):
             return fixed
         if into_fork:
@@ -165,6 +202,35 @@ def _apply(settings: Settings, forge: GitHubForge, request: Request, worktree: P
         return _push_to_branch(settings, forge, mirror, pull, fixed)
     finally:
         remove_worktree(mirror, worktree)
+
+
+def fork_branch(number: int) -> str:
+    """Where the fix of fork PR ``number`` goes in the base repository (docs/security.md)."""
+    return f"{FORK_BRANCH_PREFIX}apply-fix/{number}"
+
+
+def _unconfirmed(request: Request, pull: PullState, head: str) -> Answer | None:
+    """The reply a fork PR's fix gets until a maintainer confirms its reviewed head (None:
+    confirmed, and the head is still that one)."""
+    where = f"{code_span(fork_branch(pull.number))} in {request.repository}"
+    if request.confirm_fork is None:
+        return Answer(
+            "refused",
+            f"this PR's branch is in {pull.head_repository}, which does not allow edits from "
+            f"maintainers. To fix it the bot would push this PR's commits (head `{head[:12]}`) "
+            f"and one fix commit to {where}, a branch of this repository, and open a PR from it "
+            "into the fork. Workflows that run on `push` there would run the fork's code with "
+            "this repository's secrets, so nothing was pushed. If you have reviewed this PR's "
+            f"commits, reply `/repairbot apply-fix --confirm-fork {head[:12]}`.",
+        )
+    if not head.startswith(request.confirm_fork):
+        return Answer(
+            "refused",
+            f"this PR's head is now `{head[:12]}`, not the confirmed "
+            f"`{request.confirm_fork[:12]}`: nothing was pushed. Review the new commits and "
+            f"confirm `{head[:12]}`.",
+        )
+    return None
 
 
 def _branch_guarded(settings: Settings, mirror: Path, pull: PullState, head: str) -> Answer | None:
@@ -204,7 +270,7 @@ def _fix_and_commit(
         [
             f"Fix {len(lines)} contract violation(s) at the head of #{request.number}",
             "",
-            *(f"- {line}" for line in lines),
+            *(f"- {visible(line)}" for line in lines),
             "",
             f"Requested-by: @{request.login} ({request.repository}#{request.number})",
             f"{TRAILER}: {request.invocation_id}",
@@ -214,14 +280,12 @@ def _fix_and_commit(
 
 
 def _unfixed(result: FixResult, head: str) -> str:
-    found = "; ".join(
-        f"{v.location()} `{v.class_qualname}` ({v.kind})" for v in result.report.violations
-    )
+    found = within(violation_lines(result.report.violations), 2000)
     skipped = "; ".join(skip.reason for skip in result.skips)
     return (
         f"{len(result.report.violations)} contract violation(s) at `{head[:12]}`, none fixed "
-        f"automatically, nothing pushed: {found[:2000]}"
-        + (f" ({skipped[:1000]})" if skipped else "")
+        f"automatically, nothing pushed: {found}"
+        + (f" ({code_span(skipped[:1000])})" if skipped else "")
     )
 
 
@@ -235,6 +299,7 @@ def _push_to_branch(
     """The PR's own branch: one fast-forward, only if it is still where it was read."""
     where = f"{pull.head_repository}:{pull.head_ref}"
     assert pull.head_repository is not None
+    check_push(mirror, fixed.commit, trusted=[fixed.head], made={fixed.commit}, where=where)
     try:
         push_onto(
             settings,
@@ -248,16 +313,20 @@ def _push_to_branch(
     except BranchMoved:
         return Answer(
             "refused",
-            f"`{where}` moved while the fix was being made (it was at `{fixed.head[:12]}`): "
+            f"{code_span(where)} moved while the fix was being made (it was at "
+            f"`{fixed.head[:12]}`): "
             "nothing was pushed and nothing forced. Ask again to fix its new head.",
         )
     except PushRejected as exc:
         reason = _REJECTED_REASON.search(str(exc))
         why = reason.group(1) if reason else "the push was rejected"
-        return Answer("refused", f"GitHub refused the push to `{where}` ({why}); nothing pushed.")
+        return Answer(
+            "refused",
+            f"GitHub refused the push to {code_span(where)} ({code_span(why)}); nothing pushed.",
+        )
     return Answer(
         "accepted",
-        f"pushed `{fixed.commit[:12]}` to `{where}`, fixing {len(fixed.lines)} contract "
+        f"pushed `{fixed.commit[:12]}` to {code_span(where)}, fixing {len(fixed.lines)} contract "
         f"violation(s):\n{_listed(fixed.lines)}",
         changed=True,
     )
@@ -275,7 +344,11 @@ def _open_into_fork(
     the fork against the author's branch (the author merges it to take the fix)."""
     fork, owner = pull.head_repository, request.repository.split("/")[0]
     assert fork is not None
-    branch = f"repairbot/apply-fix/{request.number}"  # ours: a later request replaces it
+    branch = fork_branch(request.number)  # ours: a later request replaces it
+    # The fork's commits up to the head a maintainer confirmed, and our fix commit: nothing else.
+    check_push(
+        mirror, fixed.commit, trusted=[fixed.head], made={fixed.commit}, where=f"{owner}:{branch}"
+    )
     push_branch(
         settings,
         request.repository,
@@ -296,8 +369,10 @@ def _open_into_fork(
         ),
         body=(
             f"repairbot's fix for {request.repository}#{pull.number} (head `{fixed.head[:12]}`), "
-            f"asked for by @{request.login}. That PR does not allow edits from maintainers, so "
-            f"the bot did not push to `{fork}:{pull.head_ref}`; merging this PR adds the one "
+            f"asked for and confirmed by @{request.login}. That PR does not allow edits from "
+            "maintainers, so "
+            f"the bot did not push to {code_span(f'{fork}:{pull.head_ref}')}; merging this PR "
+            "adds the one "
             f"fix commit to it.\n\n{_listed(fixed.lines)}"
         ),
         head_owner=owner,
@@ -305,7 +380,8 @@ def _open_into_fork(
     return Answer(
         "accepted",
         f"this PR's branch is in {fork}, which does not allow edits from maintainers, so nothing "
-        f"was pushed to it. Opened {opened.url} into `{fork}:{pull.head_ref}` with the fix "
+        f"was pushed to it. Opened {opened.url} into {code_span(f'{fork}:{pull.head_ref}')} "
+        "with the fix "
         f"commit `{fixed.commit[:12]}`; merge it to update this PR:\n{_listed(fixed.lines)}",
         changed=True,
     )

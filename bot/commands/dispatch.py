@@ -32,11 +32,12 @@ from bot.commands.registry import (
     registry,
 )
 from bot.config import Settings
+from bot.db.inert_text import code_span
 from bot.db.models import CommandInvocation, Fix, FixState
 from bot.forges.github.events import CommentEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
+from bot.forges.github.pulls import WRITERS
 
-WRITERS = frozenset({"admin", "write", "maintain"})
 AUDIT_TEXT_CHARS = 4000
 
 
@@ -130,7 +131,10 @@ def decide(
     try:
         parsed = parse(line, commands.parser(context.scope, context.settings.command_prefix))
     except CommandError as exc:
-        return Decision("invalid", f"Cannot run `{prog}`: {exc}\n\n```\n{exc.usage}\n```")
+        # argparse quotes the commenter's own words ("unrecognized arguments: @team"): echoed
+        # only inside a code span, where nothing is a mention or a link.
+        reply = f"Cannot run {code_span(prog)}: {code_span(str(exc))}\n\n```\n{exc.usage}\n```"
+        return Decision("invalid", reply)
     spec = commands[parsed.name]
     refusal = _refusal(context.settings, forge, context.fix, context.event, spec, prog)
     if refusal is not None:

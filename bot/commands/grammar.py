@@ -17,7 +17,7 @@ import argparse
 import re
 import shlex
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -137,12 +137,55 @@ def prog_of(line: str, progs: Sequence[str]) -> str | None:
     return None
 
 
-def find_command(body: str, progs: Sequence[str] = (PROG,)) -> str | None:
-    """The first line of a comment that is a command of one of ``progs``, or None."""
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INDENT = 4  # CommonMark: four columns of indentation make a code block
+
+
+def _indentation(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip(" "))
+
+
+def _closes(found: re.Match[str], fence: str) -> bool:
+    """Whether a fence line closes a block opened by ``fence``: the same character, at least as
+    many, and nothing after it."""
+    closing = found["fence"]
+    return closing[0] == fence[0] and len(closing) >= len(fence) and not found["info"].strip()
+
+
+def plain_lines(body: str) -> Iterator[str]:
+    """The lines of a Markdown comment that are plain text, stripped: not inside a fenced
+    code block (to its closing fence, or the end), not indented as code (four columns or
+    more), not a block quote (``>``), not inside an HTML comment. Quoting a command, or
+    showing one in a code block, never runs it."""
+    fence: str | None = None
+    in_comment = False
     for line in body.splitlines():
+        if in_comment:
+            in_comment = "-->" not in line
+            continue
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening and _closes(opening, fence):
+                fence = None
+            continue
+        if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
+            fence = opening["fence"]
+            continue
         stripped = line.strip()
-        if prog_of(stripped, progs) is not None:
-            return stripped
+        if stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped[4:]
+            continue
+        if _indentation(line) >= _INDENT or stripped.startswith(">"):
+            continue
+        yield stripped
+
+
+def find_command(body: str, progs: Sequence[str] = (PROG,)) -> str | None:
+    """The first plain-text line of a comment (``plain_lines``) that is a command of one of
+    ``progs``, or None."""
+    for line in plain_lines(body):
+        if prog_of(line, progs) is not None:
+            return line
     return None
 
 

@@ -15,7 +15,8 @@ from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
 from bot.dashboard.formatting import seconds_between
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
 
-CLASS_IN_VIOLATION = re.compile(r"`([^`]+)`")
+# The class of a ``fixes.violations`` line: its last code span, right before ``(kind)``.
+CLASS_IN_VIOLATION = re.compile(r"`([^`]+)` \([^()`]*\)\s*$")
 FACET_LIMIT = 200
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.db.models import Base, utcnow
@@ -36,4 +36,7 @@ class ContractCheck(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     # The introduced violations as ``bot.db.rows`` stores a fix's: display lines.
     introduced: Mapped[list[Any]] = mapped_column(default=list)
+    # What the check wrote under the data dir (its trees), charged to its budget.
+    written_files: Mapped[int] = mapped_column(Integer, default=0)
+    written_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

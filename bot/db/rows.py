@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
+from bot.db.inert_text import code_span
 from bot.db.models import CiFailure, RepairRun
 from fixers.contracts import Contract
 from fixers.failures import Finding, Frame
@@ -121,9 +122,13 @@ def violation_keys(violations: Iterable[Violation]) -> list[str]:
 
 
 def violation_line(violation: Violation) -> str:
-    """``path:line `Class` (kind)``, as stored in ``fixes.violations`` (the dashboard reads the
-    class names back out of it)."""
-    return f"{violation.location()} `{violation.class_qualname}` ({violation.kind})"
+    """```path:line` `Class` (kind)``, as stored in ``fixes.violations`` and written into PR
+    bodies and comments: path and class as code spans (``bot.db.inert_text``), so a hostile
+    file name stays inert (the dashboard reads the class, the last span, back out of it)."""
+    return (
+        f"{code_span(violation.location())} {code_span(violation.class_qualname)} "
+        f"({violation.kind})"
+    )
 
 
 def violation_lines(violations: Sequence[Violation]) -> list[str]:

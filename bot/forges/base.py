@@ -40,6 +40,9 @@ class Candidate:
     violations: list[str]
     files: list[str]
     text: PullRequestText
+    # The trusted branch's tip reaching ``base_sha`` (bot.forges.provenance): every push is
+    # checked against it. None: no trusted base, so nothing but the bot's own commits may go.
+    trusted_tip: str | None
     codemods: tuple[str, ...] = ()  # the codemods that made the changes (the quality figures)
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.db.inert_text import code_span
 from bot.forges.review_lines import (
     Hunk,
     class_spans,
@@ -248,7 +249,8 @@ def _plan_file(item: _File) -> tuple[list[Suggestion], list[PatchBlock], dict[Vi
 
 def _display(violation: Violation, line: int, how: str) -> str:
     name = violation.class_qualname.rsplit(".", 1)[-1]
-    return f"`{violation.path}:{line}` `{name}` ({violation.kind}): {violation.detail} — {how}"
+    where = code_span(f"{violation.path}:{line}")
+    return f"{where} {code_span(name)} ({violation.kind}): {violation.detail} — {how}"
 
 
 def plan_review(

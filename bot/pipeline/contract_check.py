@@ -13,6 +13,7 @@ recorded last, each in a short session.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,19 +24,23 @@ from github import GithubException
 from bot.config import Settings
 from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
-from bot.forges.github.api import GitHubApi, PullState
+from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import is_bot_account
 from bot.forges.github.mirror import sync_mirror
+from bot.forges.github.pulls import PullState
 from bot.forges.github.retry import RateLimited
 from bot.forges.github.reviews import sync_contract_review
 from bot.forges.review_plan import plan_review
 from bot.git import GitError, run_git
 from bot.pipeline.contract_check_answer import CONTEXT, Answer, answer_for, answered, record
 from bot.pipeline.contract_check_sweep import Outcome, Swept, commit_of, sweep_pull
+from bot.pipeline.contract_check_tree import WriteBudget
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from fixers.sweep import Progress
+
+log = logging.getLogger(__name__)
 
 
 @app.task(name=task_names.CONTRACT_CHECK, base=RepairbotTask, bind=True)
@@ -85,6 +90,7 @@ class _Checked:
     head: str
     base: str
     base_ref: str
+    written: WriteBudget  # what the check may write under the data dir, and what it did
 
 
 def check_pull(
@@ -122,13 +128,29 @@ def check_pull(
         earlier = answered(session, repository, number, head, base)
         if earlier is not None:
             return f"{head[:12]} on {pull.base_ref} {base[:12]} was answered: {earlier.state}"
-    checked = _Checked(repository, number, mirror, head, base, pull.base_ref)
+    checked = _Checked(
+        repository,
+        number,
+        mirror,
+        head,
+        base,
+        pull.base_ref,
+        WriteBudget(
+            settings.contract_check_max_write_files, settings.contract_check_max_write_bytes
+        ),
+    )
     outcome = _sweep(settings, checked, progress)
     if isinstance(outcome, Answer):
         answer = outcome
     else:
         answer = answer_for(outcome, base_ref=pull.base_ref, pull_url=pull.url)
     return _answer(settings, api, checked, answer, outcome)
+
+
+def _budget(settings: Settings) -> WriteBudget:
+    return WriteBudget(
+        settings.contract_check_max_write_files, settings.contract_check_max_write_bytes
+    )
 
 
 def _sweep(settings: Settings, checked: _Checked, progress: Progress | None) -> Outcome | Answer:
@@ -140,6 +162,7 @@ def _sweep(settings: Settings, checked: _Checked, progress: Progress | None) -> 
             repository=checked.repository,
             trees_dir=settings.contract_trees_dir,
             max_files=settings.contract_check_max_files,
+            budget=checked.written,
             progress=progress,
         )
     except MemoryError:
@@ -162,9 +185,7 @@ def _answer(
     if now.head_sha != head:
         done.append(f"head moved to {now.head_sha[:12]} during the check: its own check reviews")
     elif isinstance(outcome, Swept):
-        text = _head_text(checked.mirror, head)
-        plan = plan_review(head, outcome.introduced, outcome.changes, text)
-        done.append(sync_contract_review(None, api, repository, number, plan))
+        done.append(_review(api, checked, outcome))
     api.commit_status(
         None,
         repository,
@@ -174,8 +195,20 @@ def _answer(
         description=answer.description,
         target_url=answer.target_url,
     )
-    _record(settings, repository, number, head, checked.base, answer)
+    _record(settings, repository, number, head, checked.base, answer, checked.written)
     return "; ".join([f"{answer.state} on {head[:12]}: {answer.description}", *done])
+
+
+def _review(api: GitHubApi, checked: _Checked, outcome: Swept) -> str:
+    """Sync the review; a review GitHub refuses to post or edit is logged and said, and never
+    keeps the status from being set."""
+    text = _head_text(checked.mirror, checked.head)
+    plan = plan_review(checked.head, outcome.introduced, outcome.changes, text)
+    try:
+        return sync_contract_review(None, api, checked.repository, checked.number, plan)
+    except GithubException as exc:
+        log.warning("review of %s#%s: GitHub answered %s", checked.repository, checked.number, exc)
+        return f"review not synced (GitHub answered {exc.status})"
 
 
 def _skip(
@@ -186,7 +219,21 @@ def _skip(
 
 
 def _record(
-    settings: Settings, repository: str, number: int, head: str, base: str, answer: Answer
+    settings: Settings,
+    repository: str,
+    number: int,
+    head: str,
+    base: str,
+    answer: Answer,
+    written: WriteBudget | None = None,
 ) -> None:
     with session_scope(settings.resolved_database_url) as session:
-        record(session, repository, number, head_sha=head, base_sha=base, answer=answer)
+        record(
+            session,
+            repository,
+            number,
+            head_sha=head,
+            base_sha=base,
+            answer=answer,
+            written=written,
+        )

@@ -18,12 +18,21 @@ from sqlalchemy.orm import Session
 from bot.db.contract_checks import ContractCheck
 from bot.db.rows import violation_lines
 from bot.forges.github.api import STATUS_DESCRIPTION_MAX
-from bot.pipeline.contract_check_sweep import Conflict, Outcome, Swept, TooManyFiles, Unmergeable
+from bot.pipeline.contract_check_sweep import (
+    Conflict,
+    Outcome,
+    OverWriteBudget,
+    Swept,
+    TooManyFiles,
+    Unmergeable,
+)
+from bot.pipeline.contract_check_tree import WriteBudget
 from fixers.violation_types import Violation
 
 CONTEXT = "repairbot/contracts"
 State = Literal["success", "failure", "error", "skipped"]
 MAX_LISTED_PATHS = 3
+CONFIG_NOTE = "checked with the base's .repairbot.toml (this PR's applies after merge)"
 
 
 @dataclass(frozen=True)
@@ -81,10 +90,21 @@ def answer_for(outcome: Outcome, *, base_ref: str, pull_url: str) -> Answer:
             "error",
             _clip(f"too many files ({outcome.count} > {outcome.limit}) for the contract check"),
         )
+    if isinstance(outcome, OverWriteBudget):
+        return Answer("error", _clip(f"not checked: {outcome.reason}"))
     assert isinstance(outcome, Swept)
     if not outcome.introduced:
-        return Answer("success", "no contract violations introduced")
-    return Answer("failure", failure_description(outcome.introduced), outcome.introduced, pull_url)
+        return Answer("success", _noted("no contract violations introduced", outcome))
+    description = _noted(failure_description(outcome.introduced), outcome)
+    return Answer("failure", description, outcome.introduced, pull_url)
+
+
+def _noted(description: str, outcome: Swept) -> str:
+    """The description, led by a note when the PR changes ``.repairbot.toml``: the check used
+    the base's, and the PR's takes effect once merged."""
+    if not outcome.config_changed:
+        return description
+    return _clip(f"{CONFIG_NOTE}; {description}")
 
 
 def answered(
@@ -109,8 +129,10 @@ def record(
     head_sha: str,
     base_sha: str,
     answer: Answer,
+    written: WriteBudget | None = None,
 ) -> bool:
-    """Remember ``answer``; False when a concurrent check of the same commits recorded first."""
+    """Remember ``answer`` (and what the check ``written`` under the data dir); False when a
+    concurrent check of the same commits recorded first."""
     row = ContractCheck(
         repository=repository,
         number=number,
@@ -119,6 +141,8 @@ def record(
         state=answer.state,
         description=answer.description,
         introduced=violation_lines(answer.introduced),
+        written_files=written.files if written else 0,
+        written_bytes=written.bytes if written else 0,
     )
     try:
         with session.begin_nested():

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import IO
 
 from bot.git import GitError, run_git
-from fixers.contracts import CONFIG_FILE
+from fixers.contracts import CONFIG_FILES
 from fixers.repo_files import SKIP_DIRS
+from fixers.repo_paths import name_problem
 
-CONFIG_FILES = frozenset({CONFIG_FILE, "pyproject.toml"})  # read from the root by the sweep
 REGULAR_MODES = frozenset({b"100644", b"100755"})
 _CHUNK = 1 << 20
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
@@ -29,6 +29,8 @@ def is_swept(path: str) -> bool:
     """
     if path in CONFIG_FILES:
         return True
+    if name_problem(path) is not None:  # never written out, so never shown or swept
+        return False
     parts = path.split("/")
     if not path.endswith(".py") or any(p in ("", ".", "..") for p in parts):
         return False
@@ -76,6 +78,46 @@ def changed_blobs(repo: Path, old: str, new: str) -> dict[str, str | None]:
             continue
         changed[path] = fields[3].decode() if fields[1] in REGULAR_MODES else None
     return changed
+
+
+def blob_sizes(repo: Path, blobs: list[str]) -> dict[str, int]:
+    """``{blob id: size}`` from one ``git cat-file --batch-check`` (a missing blob is an error)."""
+    if not blobs:
+        return {}
+    wanted = sorted(set(blobs))
+    result = run_git(repo, "cat-file", "--batch-check", stdin="\n".join(wanted).encode() + b"\n")
+    sizes: dict[str, int] = {}
+    for line in result.stdout.decode("ascii", "replace").splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] == "blob" and fields[2].isdigit():
+            sizes[fields[0]] = int(fields[2])
+    missing = [blob for blob in wanted if blob not in sizes]
+    if result.returncode != 0 or missing:
+        raise GitError(f"git cat-file --batch-check: no blob {missing[:1] or result.returncode}")
+    return sizes
+
+
+def top_entries(repo: Path, tree: str, names: frozenset[str]) -> dict[str, bytes]:
+    """The raw ``ls-tree -z`` records of ``tree``'s top-level entries named ``names``."""
+    out = _run(repo, "ls-tree", "-z", "--end-of-options", tree)
+    found = {}
+    for record in out.split(b"\0"):
+        _meta, _, raw = record.partition(b"\t")
+        if raw and _path(raw) in names:
+            found[_path(raw)] = record
+    return found
+
+
+def with_entries_of(repo: Path, tree: str, source: str, names: frozenset[str]) -> str:
+    """``tree`` with its top-level entries ``names`` replaced by ``source``'s (removed where
+    ``source`` has none): a tree object written into ``repo`` (``git mktree``)."""
+    out = _run(repo, "ls-tree", "-z", "--end-of-options", tree)
+    kept = [r for r in out.split(b"\0") if r and _path(r.partition(b"\t")[2]) not in names]
+    records = kept + list(top_entries(repo, source, names).values())
+    made = run_git(repo, "mktree", "-z", stdin=b"".join(r + b"\0" for r in records))
+    if made.returncode != 0:
+        raise GitError(f"git mktree failed in {repo}: {made.stderr.decode(errors='replace')}")
+    return made.stdout.decode().strip()
 
 
 def read_size(stream: IO[bytes], blob: str) -> int:

@@ -1,19 +1,29 @@
 """What a PR adds to its base's contract violations: merge, sweep both trees, subtract.
 
 The PR's head is merged onto the current base with ``git merge-tree --write-tree`` (no worktree,
-no index: the merged tree exists only as objects in the mirror). The repository's directory
+no index: the merged tree exists only as objects in the mirror). The tree swept is that merge
+with the base's configuration files (``.repairbot.toml``, ``pyproject.toml``) put back in place
+of the PR's: a PR's own configuration takes effect after it merges, never in its own check
+(``Swept.config_changed`` says when it brought one). The repository's directory
 (``contract_check_tree``) is moved to the base tree and swept, unless this process swept that
-base tree before, then to the merged tree and swept; both sweeps share the repository's cache.
+base tree before, then to the merged tree and swept; both sweeps share the repository's cache,
+and both moves together are charged to one ``WriteBudget``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.git import git, run_git
-from bot.pipeline.contract_check_blobs import changed_paths
-from bot.pipeline.contract_check_tree import TreeOnDisk, tree_of_repository
+from bot.pipeline.contract_check_blobs import changed_paths, top_entries, with_entries_of
+from bot.pipeline.contract_check_tree import (
+    OverBudget,
+    TreeOnDisk,
+    WriteBudget,
+    tree_of_repository,
+)
+from fixers.contracts import CONFIG_FILE, CONFIG_FILES
 from fixers.introduced import introduced
 from fixers.outcome import FileChange
 from fixers.sweep import Progress, fix_in_memory, run_sweep
@@ -53,6 +63,13 @@ class TooManyFiles:
 
 
 @dataclass(frozen=True)
+class OverWriteBudget:
+    """The trees would write more under the data dir than a check may."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Swept:
     """The violations the merge adds, and the codemods' changes (on the merged tree) for them."""
 
@@ -60,9 +77,10 @@ class Swept:
     changes: list[FileChange]
     base_violations: int
     files_changed: int
+    config_changed: bool = False  # the PR changes .repairbot.toml (not applied to its check)
 
 
-Outcome = Conflict | Unmergeable | TooManyFiles | Swept
+Outcome = Conflict | Unmergeable | TooManyFiles | OverWriteBudget | Swept
 
 
 def merge_tree(repo: Path, base: str, head: str) -> str | Conflict | Unmergeable:
@@ -104,12 +122,14 @@ def sweep_pull(
     repository: str,
     trees_dir: Path,
     max_files: int,
+    budget: WriteBudget | None = None,
     progress: Progress | None = None,
 ) -> Outcome:
     """The violations ``head`` merged onto ``base`` adds to ``base``'s (commits of ``repo``).
 
     ``repository`` (``owner/name``) names the tree on disk under ``trees_dir`` and the cache;
-    ``progress`` is the sweep's, called during each sweep.
+    ``budget``: what the check may write there; ``progress`` is the sweep's, called during each
+    sweep.
     """
     merged = merge_tree(repo, base, head)
     if not isinstance(merged, str):
@@ -118,8 +138,15 @@ def sweep_pull(
     files_changed = len(changed_paths(repo, base_tree, merged))
     if files_changed > max_files:
         return TooManyFiles(files_changed, max_files)
-    with tree_of_repository(trees_dir, repository) as on_disk:
-        return _sweep_both(repo, on_disk, base_tree, merged, files_changed, progress)
+    checked = with_entries_of(repo, merged, base_tree, CONFIG_FILES)
+    own = frozenset({CONFIG_FILE})
+    config_changed = top_entries(repo, merged, own) != top_entries(repo, base_tree, own)
+    try:
+        with tree_of_repository(trees_dir, repository) as on_disk:
+            swept = _sweep_both(repo, on_disk, base_tree, checked, files_changed, budget, progress)
+    except OverBudget as exc:
+        return OverWriteBudget(str(exc))
+    return replace(swept, config_changed=config_changed)
 
 
 def _sweep_both(
@@ -128,14 +155,15 @@ def _sweep_both(
     base_tree: str,
     merged_tree: str,
     files_changed: int,
+    budget: WriteBudget | None,
     progress: Progress | None,
 ) -> Swept:
     before = on_disk.state.base_result(base_tree)
     if before is None:
-        on_disk.move_to(repo, base_tree)
+        on_disk.move_to(repo, base_tree, budget)
         before = run_sweep(on_disk.root, cache=on_disk.cache, progress=progress).report.violations
         on_disk.state.remember_base(base_tree, before)
-    on_disk.move_to(repo, merged_tree)
+    on_disk.move_to(repo, merged_tree, budget)
     after = run_sweep(on_disk.root, cache=on_disk.cache, progress=progress)
     added = introduced(before, after.report.violations)
     changes = fix_in_memory(on_disk.root, after, added).changes if added else []

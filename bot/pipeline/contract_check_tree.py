@@ -29,16 +29,44 @@ from pathlib import Path
 
 from bot.git import GitError, cat_file
 from bot.pipeline.contract_check_blobs import (
-    CONFIG_FILES,
+    blob_sizes,
     changed_blobs,
     read_size,
     skip_bytes,
     swept_blobs,
 )
-from fixers.contracts import load_config
+from fixers.contracts import CONFIG_FILES, load_config
 from fixers.index import IndexCache
 from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES
 from fixers.violation_types import Violation
+
+
+class OverBudget(Exception):
+    """A check that would write more than its budget; the message says how much (nothing of the
+    files that would pass it is written)."""
+
+
+@dataclass
+class WriteBudget:
+    """What one check may write under the data dir, both trees together: files and bytes (a
+    file over the per-file cap is a sparse file: a file, no bytes)."""
+
+    max_files: int
+    max_bytes: int
+    files: int = 0
+    bytes: int = 0
+
+    def charge(self, files: int, size: int) -> None:
+        """Count a batch about to be written; ``OverBudget`` (nothing counted) past the budget."""
+        if self.files + files > self.max_files or self.bytes + size > self.max_bytes:
+            raise OverBudget(
+                f"the trees would need {self.files + files:,} files and {self.bytes + size:,} "
+                f"bytes written, over the check's budget of {self.max_files:,} files and "
+                f"{self.max_bytes:,} bytes"
+            )
+        self.files += files
+        self.bytes += size
+
 
 MAX_CACHED_REPOSITORIES = 8  # the per-content caches of a repository cost memory: keep a few
 MAX_BASES = 8  # base trees whose violations are kept per repository (PRs into a few branches)
@@ -114,9 +142,10 @@ class TreeOnDisk:
         if self.state.stats_tree != self.tree:  # another process moved it: stats are stale
             self.cache.stats.clear()
 
-    def move_to(self, repo: Path, tree: str) -> None:
+    def move_to(self, repo: Path, tree: str, budget: WriteBudget | None = None) -> None:
         """Make the directory hold ``tree``, rewriting only the files that differ (all of them
-        when the repository's configuration differs: its file-size cap may have changed)."""
+        when the repository's configuration differs: its file-size cap may have changed);
+        ``budget`` is charged before each batch is written (``OverBudget`` past it)."""
         if tree == self.tree:
             return
         self._marker.unlink(missing_ok=True)
@@ -132,7 +161,7 @@ class TreeOnDisk:
                 self._remove(path)
             writes = sorted(((p, b) for p, b in changed.items() if b), key=_configs_first)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._write_blobs(repo, writes)
+        self._write_blobs(repo, writes, budget)
         self._marker.write_text(tree)
         self.tree = self.state.stats_tree = tree
 
@@ -157,17 +186,31 @@ class TreeOnDisk:
             self._dirs.discard(parent)
             parent = parent.parent
 
-    def _write_blobs(self, repo: Path, blobs: list[tuple[str, str]]) -> None:
+    def _write_blobs(
+        self, repo: Path, blobs: list[tuple[str, str]], budget: WriteBudget | None
+    ) -> None:
         configs = [(p, b) for p, b in blobs if p in CONFIG_FILES]
         sources = [(p, b) for p, b in blobs if p not in CONFIG_FILES]
-        self._stream(repo, configs, max_bytes=DEFAULT_MAX_FILE_BYTES)
+        self._stream(repo, configs, max_bytes=DEFAULT_MAX_FILE_BYTES, budget=budget)
         # The sweep skips a file over the repository's cap by its size, before reading it: such
         # a file is written as a sparse file of that size, not copied.
-        self._stream(repo, sources, max_bytes=load_config(self.root).max_file_bytes)
+        cap = load_config(self.root).max_file_bytes
+        self._stream(repo, sources, max_bytes=cap, budget=budget)
 
-    def _stream(self, repo: Path, blobs: list[tuple[str, str]], *, max_bytes: int) -> None:
+    def _stream(
+        self,
+        repo: Path,
+        blobs: list[tuple[str, str]],
+        *,
+        max_bytes: int,
+        budget: WriteBudget | None,
+    ) -> None:
         if not blobs:
             return
+        if budget is not None:
+            sizes = blob_sizes(repo, [blob for _, blob in blobs])
+            written = sum(sizes[blob] for _, blob in blobs if sizes[blob] <= max_bytes)
+            budget.charge(len(blobs), written)
         with cat_file(repo, [blob for _, blob in blobs]) as out:
             for path, blob in blobs:
                 size = read_size(out, blob)

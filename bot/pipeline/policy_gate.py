@@ -22,7 +22,7 @@ from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.base import Candidate
 from bot.forges.github.api import GitHubApi
-from bot.git import GitError, resolve_commit
+from bot.forges.provenance import branch_tip
 from bot.pipeline.repair_start import RunContext
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop
@@ -45,20 +45,12 @@ def pr_opted_out(settings: Settings, context: RunContext) -> Stop | None:
 
 
 def trusted_commit(target: Target) -> str | None:
-    """The base branch's head: where the repository's own switches are read. Without a base
-    branch (a local report naming none), the local repository's checked-out ``HEAD``."""
-    if target.base_ref:
-        # The branch itself: a base_ref that is a sha, a tag or a PR ref must not pass for it.
-        for ref in (f"refs/heads/{target.base_ref}", f"refs/remotes/origin/{target.base_ref}"):
-            try:
-                return resolve_commit(target.repo, ref)
-            except GitError:
-                continue
-        return None
-    try:
-        return resolve_commit(target.repo, "HEAD")
-    except GitError:
-        return None
+    """Where the repository's own switches are read: the trusted branch's tip, else the base
+    branch's own tip (written only by people with write access; a base_ref that is a sha, a
+    tag or a PR ref never passes for it)."""
+    if target.trusted_tip is not None:
+        return target.trusted_tip
+    return branch_tip(target.repo, target.base_ref) if target.base_ref else None
 
 
 def read_policy(repo: Path, commit: str, where: str) -> RepoPolicy:
@@ -171,10 +163,10 @@ def suggest(
     target: Target,
     candidate: Candidate,
     result: FixResult,
-    policy: RepoPolicy,
+    why: str,
 ) -> Stop:
-    """``suggested``: the fix posted on the failing GitHub PR, or recorded on the run."""
-    why = policy.why(context.signature)
+    """``suggested``: the fix posted on the failing GitHub PR, or recorded on the run; ``why``
+    says why no fix PR is opened (the autonomy setting, or an untrusted head)."""
     files = f"{len(result.changes)} file(s)"
     if isinstance(target.forge, GitHubApi) and context.pr_number is not None:
         opted = pr_opted_out(settings, context)  # the PR may have opted out since the start

@@ -13,6 +13,8 @@ unique index on open fixes refuses a second PR for the same violations.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
 from uuid import uuid4
 
@@ -21,6 +23,7 @@ from bot.db.models import RunState
 from bot.forges.base import Candidate
 from bot.forges.branch_guard import BranchGuarded
 from bot.forges.github.retry import RateLimited
+from bot.forges.provenance import ProvenanceRefused, trusted_config
 from bot.git import GitError, fresh_worktree, remove_worktree
 from bot.pipeline.import_spare import start_spares, take_spare
 from bot.pipeline.loop_guard import guard_report
@@ -32,6 +35,7 @@ from bot.pipeline.run_state import Stop, move, record_publication, still_live, s
 from bot.pipeline.stage_times import StageClock
 from bot.pipeline.suppression_gate import held_back
 from bot.pipeline.task_base import RepairbotTask, TransientError
+from bot.pipeline.untrusted_heads import reviewed_instead
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.runner.sandbox import sandbox_options
@@ -42,6 +46,7 @@ from fixers.repo_policy import Autonomy, RepoPolicy
 from fixers.sweep import fix
 
 OUT_OF_MEMORY = "ran out of memory"
+log = logging.getLogger(__name__)
 
 
 @app.task(name=task_names.REPAIR, base=RepairbotTask, bind=True)
@@ -64,6 +69,8 @@ def repair_run(settings: Settings, run_id: int) -> None:
     guarded = guard_report(settings, run_id, target)  # bot-caused, budget spent (loop_guard)
     if guarded is not None:
         stop(settings, run_id, guarded)
+        return
+    if reviewed_instead(settings, run_id, target):  # a PR's own violation: its review says it
         return
     try:
         _in_worktree(settings, context, target, policy)
@@ -92,9 +99,16 @@ def _in_worktree(
             start_spares(settings)  # for the next attempts, warming up while this one works
             fresh_worktree(target.repo, worktree, target.base_sha)
             clock.lap("worktree")
-            repair_in(
-                settings, context, target, worktree, server=server, clock=clock, policy=policy
+            # An untrusted head is swept under the base's rules, not the ones it brings.
+            rules = (
+                trusted_config(target.repo, worktree, target.trusted_tip)
+                if target.untrusted is not None
+                else contextlib.nullcontext()
             )
+            with rules:
+                repair_in(
+                    settings, context, target, worktree, server=server, clock=clock, policy=policy
+                )
         except (GitError, RateLimited) as exc:
             raise TransientError(str(exc)) from exc
         finally:
@@ -143,11 +157,12 @@ def repair_in(
         return
     move(settings, run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
     clock.restart()
-    fixed_elsewhere = already_fixed(settings, context.contract, target, result)
-    clock.lap("base check")
-    if fixed_elsewhere is not None:
-        stop(settings, run_id, fixed_elsewhere)
-        return
+    if target.untrusted is None:  # an untrusted head's violations are its own, not the base's
+        fixed_elsewhere = already_fixed(settings, context.contract, target, result)
+        clock.lap("base check")
+        if fixed_elsewhere is not None:
+            stop(settings, run_id, fixed_elsewhere)
+            return
     candidate = candidate_for(settings, context, target, worktree, result)
     clock.lap("compose")
     suppressed = held_back(settings, run_id, candidate)
@@ -167,16 +182,17 @@ def _publish(
     policy: RepoPolicy,
     clock: StageClock,
 ) -> None:
-    """Open the fix (verified at once for ``pr+verify``), or only suggest it (``suggest``)."""
+    """Open the fix (verified at once for ``pr+verify``), or only suggest it (``suggest``, and
+    always for an untrusted head: nothing built on it is pushed)."""
     mode = policy.mode_for(context.signature)
-    if mode is Autonomy.SUGGEST:
+    if mode is Autonomy.SUGGEST or target.untrusted is not None:
         offered = suggest(
             settings,
             context=context,
             target=target,
             candidate=candidate,
             result=result,
-            policy=policy,
+            why=target.untrusted.reason if target.untrusted else policy.why(context.signature),
         )
         stop(settings, context.run_id, offered)
         return
@@ -184,6 +200,10 @@ def _publish(
         outcome = target.forge.publish(candidate)
     except BranchGuarded as exc:  # our branch's last commits are bots' (branch_guard)
         stop(settings, context.run_id, Stop(RunState.LOOP_GUARDED, str(exc)))
+        return
+    except ProvenanceRefused as exc:  # a commit neither trusted nor ours (bot.forges.provenance)
+        log.error("run %s: %s", context.run_id, exc)
+        stop(settings, context.run_id, Stop(RunState.ERROR, str(exc)))
         return
     clock.lap("publish")
     note = clock.summary()

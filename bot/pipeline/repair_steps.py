@@ -110,4 +110,5 @@ def candidate_for(
         files=[c.path for c in result.changes],
         text=text,
         codemods=applied_codemods(result),
+        trusted_tip=target.trusted_tip,
     )

@@ -1,4 +1,4 @@
-"""Reading a repository's ``.repairbot.toml`` from a trusted commit (its base branch), defensively:
+"""Reading a repository's configuration from a trusted commit (its base branch), defensively:
 the file is the repository's, so its type and size are checked before a byte of it is read."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fixers.failures import Failure
-from fixers.input_rules import MAX_SQL_INT, SAFE_NAME, GitRefName, HttpLink
+from fixers.input_rules import MAX_SQL_INT, SAFE_NAME, GitRefName, HttpLink, OneLine
 from fixers.intake.errors import IntakeError, describe_validation_error
 from fixers.stages import gpu_type_of
 
@@ -38,8 +38,9 @@ class FailedTest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    test: str | None = Field(
-        default=None, description="pytest node id; null for a non-test failure"
+    test: OneLine | None = Field(
+        default=None,
+        description="pytest node id (no control characters); null for a non-test failure",
     )
     stage: str | None = None
     error_details: str = Field(default="", description="The exception line(s)")

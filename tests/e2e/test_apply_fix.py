@@ -1,7 +1,8 @@
 """``/repairbot apply-fix`` end to end: `repairbot serve` with its embedded worker (real processes)
 answering signed ``issue_comment`` deliveries, talking to the fake GitHub over HTTP and pushing
-over git into its bare repositories — a fork PR without maintainer edits gets a PR into the fork,
-a same-repository PR gets one commit, and a reader gets a refusal."""
+over git into its bare repositories — a fork PR without maintainer edits first gets the question
+(what would be pushed where), then, confirmed, a PR into the fork; a same-repository PR gets one
+commit, and a reader gets a refusal."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def _comment(service, github_api, number: int, text: str, login: str) -> None:
     service.webhook("issue_comment", payload, f"apply-{payload['comment']['id']}")
 
 
-def _reply(github_api, number: int, login: str, service, timeout_s: float = 240) -> str:
+def _reply(
+    github_api, number: int, login: str, service, timeout_s: float = 240, count: int = 1
+) -> str:
+    """The ``count``-th reply to ``login`` on PR ``number``, once it is there."""
     deadline = time.monotonic() + timeout_s
     while True:
         replies = [
@@ -49,8 +53,8 @@ def _reply(github_api, number: int, login: str, service, timeout_s: float = 240)
             for c in github_api.repos[REPO].comments[number]
             if c["user"]["login"] == BOT_LOGIN and c["body"].startswith(f"@{login} ")
         ]
-        if replies:
-            return replies[0]
+        if len(replies) >= count:
+            return replies[count - 1]
         assert time.monotonic() < deadline, service.logs()
         time.sleep(0.2)
 
@@ -65,13 +69,24 @@ def test_apply_fix_on_a_fork_a_same_repo_pr_and_from_a_reader(service, github_ap
     git_out(repo.path, "branch", "bob/feature", head)
     same_repo = github_api.open_pull(REPO, head="bob/feature", title="[None][feat] y")
 
+    # A fork that does not allow maintainer edits: nothing of it enters this repository until
+    # a maintainer confirms the head they reviewed.
     _comment(built, github_api, from_fork, "/repairbot apply-fix", "maintainer")
     reply = _reply(github_api, from_fork, "maintainer", built)
+    assert f"--confirm-fork {head[:12]}" in reply and github_api.pulls("alice/trt") == []
+    _comment(
+        built,
+        github_api,
+        from_fork,
+        f"/repairbot apply-fix --confirm-fork {head[:12]}",
+        "maintainer",
+    )
+    reply = _reply(github_api, from_fork, "maintainer", built, count=2)
     [opened] = github_api.pulls("alice/trt")
     assert opened["html_url"] in reply, reply
     assert (opened["base"]["ref"], opened["head"]["label"]) == (
         "feature",
-        f"acme:repairbot/apply-fix/{from_fork}",
+        f"acme:repairbot-fork/apply-fix/{from_fork}",
     )
     assert forked.sha("refs/heads/feature") == head
 

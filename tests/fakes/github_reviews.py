@@ -60,6 +60,18 @@ def store(repo: FakeRepo) -> Reviews:
     return found
 
 
+def add_review(
+    state: FakeGitHub, full_name: str, number: int, login: str, body: str, sha: str
+) -> dict[str, Any]:
+    """A submitted ``COMMENT`` review by ``login`` (anyone may review a public PR)."""
+    repo = state.repos[full_name]
+    with state.lock:
+        review = _review_json(state, repo, number, login, body, "COMMENT", sha)
+        store(repo).by_pull.setdefault(number, []).append(review)
+        store(repo).comments[review["id"]] = []
+    return review
+
+
 def reviews_of(state: FakeGitHub, full_name: str, number: int) -> list[dict[str, Any]]:
     """The reviews of PR ``number`` as the API shows them, oldest first."""
     return list(store(state.repos[full_name]).by_pull.get(number, []))

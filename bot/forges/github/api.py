@@ -9,8 +9,8 @@ so the dashboard shows one history whatever the forge.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 from uuid import uuid4
 
@@ -25,51 +25,17 @@ from bot.forges.base import StatusState
 from bot.forges.github import retry
 from bot.forges.github.client import github_session
 from bot.forges.github.outbox import Written, write_once
+from bot.forges.github.pulls import PullInfo, PullState
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 STATUS_DESCRIPTION_MAX = 140
 COMMENT_MAX = 65_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
 
-@dataclass(frozen=True)
-class PullInfo:
-    """An open PR as the dedupe check needs it."""
-
-    number: int
-    url: str
-    head_ref: str
-    head_sha: str
-    base_ref: str
-    author: str
-
-
-@dataclass(frozen=True)
-class PullState:
-    """One PR as it is now: what the pre-merge contract check reads before and after."""
-
-    number: int
-    url: str
-    state: str  # "open" or "closed"
-    merged: bool
-    head_ref: str
-    head_sha: str
-    base_ref: str
-    author: str
-    author_type: str
-    # Where the head branch lives (None: its repository was deleted), and whether the base
-    # repository's maintainers (the bot among them) may push to it when that is a fork.
-    head_repository: str | None = None
-    maintainer_can_modify: bool = False
-    base_repository: str = ""
-
-    @property
-    def from_fork(self) -> bool:
-        """Whether the head branch lives in another repository than the base."""
-        return (self.head_repository or "").lower() != self.base_repository.lower()
-
-
-def _marker(key: str) -> str:
+def comment_marker(key: str) -> str:
+    """The hidden marker a comment posted under ``key`` carries (found again by it)."""
     return f"<!-- repairbot:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
 
 
@@ -112,6 +78,11 @@ class GitHubApi:
         """The token git pushes with."""
         return self._read(self.session.token)
 
+    def is_own_login(self, login: str) -> bool:
+        """Whether ``login`` is the bot's own account (what makes a comment or review ours:
+        a hidden marker alone can be copied by anyone)."""
+        return login.lower() == self.settings.github_bot_login.lower()
+
     # ----- reading -------------------------------------------------------------------------
     def open_pulls(self, repository: str, *, limit: int, base: str | None = None) -> list[PullInfo]:
         """Open PRs (into ``base`` when given), most recently updated first, at most ``limit``."""
@@ -133,6 +104,7 @@ class GitHubApi:
                         pull.head.sha,
                         pull.base.ref,
                         pull.user.login,
+                        pull.head.repo.full_name if pull.head.repo else None,
                     )
                 )
             return found
@@ -251,7 +223,7 @@ class GitHubApi:
         """Comment on issue/PR ``number`` once per ``key``, found again by a hidden marker; with
         ``marked=False`` posted exactly as given (a command another bot parses whole, such as
         a re-run command) and found again by its exact text."""
-        marker = _marker(key)
+        marker = comment_marker(key)
         text = body[:COMMENT_MAX] + (f"\n\n{marker}" if marked else "")
 
         def ours(comment_body: str) -> bool:
@@ -260,8 +232,15 @@ class GitHubApi:
         def find() -> Written | None:
             def lookup() -> Written | None:
                 for comment in self.repo(repository).get_issue(number).get_comments():
-                    if ours(comment.body or ""):
+                    if not ours(comment.body or ""):
+                        continue
+                    if self.is_own_login(comment.user.login if comment.user else ""):
                         return Written(str(comment.id), comment.html_url, fresh=True)
+                    log.warning(
+                        "%s#%s: comment %s by %s looks like ours (key %s); ignored",
+                        repository, number, comment.id,
+                        comment.user.login if comment.user else "?", key,
+                    )  # fmt: skip
                 return None
 
             return self._read(lookup)
@@ -287,7 +266,7 @@ class GitHubApi:
     ) -> None:
         """Replace the text of a comment posted by ``post_comment`` with ``key`` (its hidden
         marker kept, so it is still found); the same edit twice is harmless, so a plain retry."""
-        text = body[:COMMENT_MAX] + f"\n\n{_marker(key)}"
+        text = body[:COMMENT_MAX] + f"\n\n{comment_marker(key)}"
         self._read(
             lambda: self.repo(repository).get_issue(number).get_comment(comment_id).edit(text)
         )

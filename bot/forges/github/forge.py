@@ -4,8 +4,9 @@ publishing a fix there (``bot.forges.github.publish``)."""
 from __future__ import annotations
 
 from bot.forges.base import Candidate, PublishOutcome
-from bot.forges.github.api import GitHubApi, PullInfo
+from bot.forges.github.api import GitHubApi
 from bot.forges.github.publish import publish
+from bot.forges.github.pulls import PullInfo
 
 __all__ = ["GitHubForge", "PullInfo"]
 

@@ -2,9 +2,11 @@
 
 In order: an open fix of ours with the same violations (our database) → link to it; an open fix
 of ours for the same contract → push a commit with the new fixes to its branch; an open PR on
-GitHub that already fixes every one of our violations (it touches our files and, at its head,
-the sweep no longer finds them) → link to it; otherwise reserve the fix row (the unique index on
-open dedupe keys makes concurrent runs agree), push the branch and open the PR.
+GitHub by someone who may write to the repository that already fixes every one of our
+violations (it touches our files and, at its head, the sweep no longer finds them) → link to
+it; otherwise reserve the fix row (the unique index on open dedupe keys makes concurrent runs
+agree), push the branch and open the PR. Every push carries only the trusted base's history and
+the commits made here (``bot.forges.provenance.check_push``).
 
 Only ``fixes`` rows are written here (and the run's link to the row it reserves, so that a
 killed attempt resumes its own PR); the run's states are the pipeline's.
@@ -27,9 +29,11 @@ from bot.db.session import session_scope
 from bot.forges.base import Candidate, Extended, Linked, Opened, PublishOutcome
 from bot.forges.branch_guard import BranchGuarded, push_refusal
 from bot.forges.fix_rows import fix_row, insert_fix
-from bot.forges.github.api import GitHubApi, PullInfo
+from bot.forges.github.api import GitHubApi
 from bot.forges.github.mirror import push_branch, sync_mirror
+from bot.forges.github.pulls import WRITERS, PullInfo
 from bot.forges.pr_text import applied_codemods, fixed_violations
+from bot.forges.provenance import check_push, reaches
 from bot.git import (
     GitError,
     commit_all,
@@ -57,13 +61,24 @@ def remaining_violations(
     return set(keys) & present
 
 
+def _trusted_author(api: GitHubApi, repository: str, pull: PullInfo) -> bool:
+    """Whether a PR may stand in for our fix: its branch is in the repository itself (only
+    writers push there), or its author may write to it. A stranger's PR that removes the
+    violations (any way it likes) must not make the bot point everyone at it."""
+    same_repository = (pull.head_repository or "").lower() == repository.lower()
+    return same_repository or api.permission(repository, pull.author) in WRITERS
+
+
 def covering_pull(settings: Settings, api: GitHubApi, c: Candidate) -> PullInfo | None:
-    """An open PR (not ours) that already fixes every violation this candidate fixes."""
+    """An open PR (not ours, by someone who may write to the repository) that already fixes
+    every violation this candidate fixes."""
     token = api.token()
     for pull in api.open_pulls(c.repository, limit=settings.github_dedupe_scan_limit):
         if pull.head_ref == c.branch or pull.base_ref != c.base_ref:
             continue
         if not set(c.files) <= set(api.pull_files(c.repository, pull.number)):
+            continue
+        if not _trusted_author(api, c.repository, pull):
             continue
         ref = f"refs/pull/{pull.number}/head"
         try:
@@ -128,6 +143,9 @@ def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Open
     resumed run: the push is forced and the PR is opened once per fix row)."""
     assert c.base_ref is not None, "a GitHub candidate always names its base branch"
     head = commit_all(c.worktree, c.text.commit_message)
+    check_push(
+        c.repo, head, trusted=[c.trusted_tip or ""], made={head}, where=f"{c.repository} {c.branch}"
+    )
     push_branch(
         settings, c.repository, c.repo, branch=c.branch, commit=head, token=api.token(), force=True
     )
@@ -158,15 +176,18 @@ class _OpenPull:
     number: int
     url: str | None
     head_sha: str
+    base_sha: str
 
 
 @dataclass(frozen=True)
 class _Pushed:
-    """What an extension pushed: the new head, the violations it fixes, the files it wrote."""
+    """What an extension pushed: the new head, the violations it fixes, the files it wrote,
+    and the base commit it now builds on (the failing commit when it is newer than the fix's)."""
 
     head: str
     added: list[str]
     written: list[str]
+    base_sha: str
     codemods: tuple[str, ...] = ()
 
 
@@ -177,7 +198,7 @@ def extend(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Pub
     with session_scope(settings.resolved_database_url) as session:
         row = session.get_one(Fix, fix_id)
         assert row.number is not None
-        pr = _OpenPull(fix_id, row.branch, row.number, row.url, row.head_sha)
+        pr = _OpenPull(fix_id, row.branch, row.number, row.url, row.head_sha, row.base_sha)
     ref = f"refs/heads/{pr.branch}"
     refusal = push_refusal(settings, c.repo, ref, branch=pr.branch, own_branch=True)
     if refusal is not None:
@@ -196,24 +217,28 @@ def extend(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Pub
     )
 
 
-def _merge_base_into(worktree: Path, commit: str) -> bool:
-    """Bring the failing commit (newer base) into our branch; False on a conflict.
-
-    Already contained: nothing happens ("Already up to date").
-    """
+def _merge_base_into(worktree: Path, commit: str) -> str | None:
+    """Bring the failing commit (a trusted base commit) into our branch: the merge commit made
+    (None: already contained, nothing happened); ``GitError`` on a conflict, merge aborted."""
+    before = resolve_commit(worktree, "HEAD")
     try:
         git(worktree, "merge", "--no-edit", "-m", f"Merge {commit[:12]} into the fix", commit)
     except GitError:
         git(worktree, "merge", "--abort", check=False)
-        return False
-    return True
+        raise
+    after = resolve_commit(worktree, "HEAD")
+    return after if after != before else None
 
 
 def _push_new_fixes(
     settings: Settings, api: GitHubApi, c: Candidate, pr: _OpenPull, worktree: Path
 ) -> _Pushed | Linked:
-    """In a worktree of the PR's branch: merge the failing commit, fix, commit and push."""
-    if not _merge_base_into(worktree, c.base_sha):
+    """In a worktree of the PR's branch: merge the failing commit, fix, commit and push (only
+    the bot's own commits on top of the trusted base and the branch: ``check_push``)."""
+    branch_tip = resolve_commit(worktree, "HEAD")
+    try:
+        merged = _merge_base_into(worktree, c.base_sha)
+    except GitError:
         why = (
             f"new violations at {c.base_sha[:12]}, but it does not merge cleanly into "
             f"PR #{pr.number}; fix them by hand or close the PR"
@@ -229,6 +254,13 @@ def _push_new_fixes(
         f"Fix {len(added)} more {c.contract.base} violation(s)\n\n"
         + "\n".join(f"- {line}" for line in added),
     )
+    check_push(
+        c.repo,
+        head,
+        trusted=[c.trusted_tip or "", branch_tip],
+        made={head} | ({merged} if merged else set()),
+        where=f"{c.repository} {pr.branch}",
+    )
     push_branch(
         settings,
         c.repository,
@@ -238,7 +270,8 @@ def _push_new_fixes(
         token=api.token(),
         force=False,
     )
-    return _Pushed(head, added, written, applied_codemods(result))
+    newer_base = c.base_sha if reaches(c.repo, c.base_sha, pr.base_sha) else pr.base_sha
+    return _Pushed(head, added, written, newer_base, applied_codemods(result))
 
 
 def _record_extension(
@@ -252,7 +285,9 @@ def _record_extension(
         row.violations = [*row.violations, *pushed.added]
         row.violation_keys = sorted({*row.violation_keys, *c.violation_keys})
         row.files = sorted({*row.files, *pushed.written})
-        row.diff = diff(c.repo, row.base_sha, pushed.head)
+        # Against the base the branch now builds on: the diff shows only the bot's commits.
+        row.base_sha = pushed.base_sha
+        row.diff = diff(c.repo, pushed.base_sha, pushed.head)
         if open_fix_with_key(session, dedupe_key=c.key) is None:
             row.dedupe_key = c.key
         api.comment(

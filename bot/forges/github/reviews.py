@@ -15,6 +15,7 @@ status is): a stable key would skip a later edit back to an earlier text.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
@@ -43,6 +44,7 @@ from bot.forges.github.review_text import (
 )
 from bot.forges.review_plan import ReviewPlan, Suggestion
 
+log = logging.getLogger(__name__)
 # Suggestions only: the bot never approves (nor requests changes on) any PR, its own least of
 # all; merging is a human's decision, and nothing in the bot calls a merge endpoint.
 REVIEW_EVENT = "COMMENT"
@@ -82,10 +84,24 @@ class _Sync:
         )
 
     def ours(self) -> list[_Ours]:
-        """Our reviews on the PR, oldest first."""
+        """Our reviews on the PR, oldest first: written by the bot's own login and carrying its
+        marker. A marker in anyone else's review is ignored (and logged): copying it must not
+        make the bot edit, or stop at, a stranger's review."""
         reviews = self.api.read(lambda: list(self.pull.get_reviews()))
-        found = [(r, read_marker(r.body)) for r in reviews]
-        return sorted((_Ours(r, m) for r, m in found if m is not None), key=lambda o: o.review.id)
+        found = []
+        for review in reviews:
+            marked = read_marker(review.body)
+            if marked is None:
+                continue
+            if not self.api.is_own_login(review.user.login if review.user else ""):
+                log.warning(
+                    "%s#%s: review %s by %s carries repairbot's marker; ignored",
+                    self.repository, self.pull.number, review.id,
+                    review.user.login if review.user else "?",
+                )  # fmt: skip
+                continue
+            found.append(_Ours(review, marked))
+        return sorted(found, key=lambda o: o.review.id)
 
     def comments(self, review: PullRequestReview) -> list[PullRequestComment]:
         """The comments of one of our reviews."""
@@ -225,7 +241,7 @@ def _create(sync: _Sync, plan: ReviewPlan) -> Written:
 
 def _is_own(api: GitHubApi, pull: PullRequest) -> bool:
     """Whether ``pull`` was opened by the bot itself: it never reviews (so never approves) one."""
-    return pull.user.login.lower() == api.settings.github_bot_login.lower()
+    return api.is_own_login(pull.user.login)
 
 
 def _submit(

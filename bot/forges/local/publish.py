@@ -1,8 +1,9 @@
 """Publishing a fix on the local forge: a commit on a branch of the repository, and its row.
 
 An open fix with the same violations (the same dedupe key) covers the candidate; otherwise the
-changes are committed, the fix branch is pointed at the commit and the ``fixes`` row is inserted
-(the unique index on open dedupe keys makes concurrent runs agree on one).
+changes are committed, the commit's provenance is checked (``bot.forges.provenance``), the fix
+branch is pointed at it and the ``fixes`` row is inserted (the unique index on open dedupe keys
+makes concurrent runs agree on one).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from bot.db.crud import open_fix_with_key
 from bot.db.session import session_scope
 from bot.forges.base import Candidate, Linked, Opened, PublishOutcome
 from bot.forges.fix_rows import fix_row, insert_fix
+from bot.forges.provenance import check_push
 from bot.git import commit_all, diff, set_branch
 
 
@@ -25,6 +27,7 @@ def publish(settings: Settings, c: Candidate) -> PublishOutcome:
         if existing is not None:
             return Linked(existing.id, None, f"fix #{existing.id} already covers it")
     head = commit_all(c.worktree, c.text.commit_message)
+    check_push(c.repo, head, trusted=[c.trusted_tip or ""], made={head}, where=c.branch)
     set_branch(c.repo, c.branch, head)
     return _record(settings, c, head)
 

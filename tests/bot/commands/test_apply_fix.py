@@ -126,26 +126,44 @@ def test_running_the_work_again_pushes_nothing_and_replies_once(
     assert len(_replies(repo, number)) == 1
 
 
-def test_a_fork_without_maintainer_edits_gets_a_pr_against_the_authors_branch(
+def test_a_fork_without_maintainer_edits_waits_for_a_maintainer_to_confirm_its_head(
     gh_settings, github_api, acme, tmp_path
 ):
     repo, forked, number, head = _fork_pr(github_api, acme, maintainer_can_modify=False)
+    branch = f"repairbot-fork/apply-fix/{number}"
     _ask(gh_settings, github_api, number)
-    assert _work(gh_settings) == ["accepted"]
+    assert _work(gh_settings) == ["refused"]  # the fork's commits would enter this repository
+    [reply] = _replies(repo, number)
+    assert f"`{branch}` in {REPO}" in reply and f"head `{head[:12]}`" in reply
+    assert f"`/repairbot apply-fix --confirm-fork {head[:12]}`" in reply
+    assert f"refs/heads/{branch}" not in git_out(repo.path, "for-each-ref")
+    assert github_api.pulls("alice/trt") == []
+
+    # Confirmed for another head (the fork moved since it was reviewed): nothing either.
+    _ask(gh_settings, github_api, number, "/repairbot apply-fix --confirm-fork 0123abc")
+    assert _work(gh_settings)[-1] == "refused"
+    assert "not the confirmed `0123abc`" in _replies(repo, number)[-1]
+
+    _ask(gh_settings, github_api, number, f"/repairbot apply-fix --confirm-fork {head[:12]}")
+    assert _work(gh_settings)[-1] == "accepted"
     assert forked.sha("refs/heads/feature") == head  # the author's branch is untouched
     [opened] = github_api.pulls("alice/trt")
     assert opened["base"]["ref"] == "feature" and opened["base"]["repo"]["full_name"] == "alice/trt"
-    assert opened["head"]["label"] == f"acme:repairbot/apply-fix/{number}"
+    assert opened["head"]["label"] == f"acme:{branch}"
     assert opened["head"]["repo"]["full_name"] == REPO
     assert opened["maintainer_can_modify"] is False
     fixed = opened["head"]["sha"]
-    assert branch_log(repo, f"repairbot/apply-fix/{number}")[1:] == [head]
+    assert branch_log(repo, branch)[1:] == [head]  # the confirmed head and our one commit
     assert _clean_at(repo.path, fixed, tmp_path, "fork-fix")
-    [reply] = _replies(repo, number)
+    reply = _replies(repo, number)[-1]
     assert "does not allow edits from maintainers, so nothing was pushed to it" in reply
     assert opened["html_url"] in reply
     assert github_api.pulls(REPO, state="open")[0]["head"]["sha"] == head
-    assert _audit(gh_settings) == [("writer", "apply-fix", "accepted", None)]
+    assert [outcome for _, _, outcome, _ in _audit(gh_settings)] == [
+        "refused",
+        "refused",
+        "accepted",
+    ]
 
 
 def test_a_fork_with_maintainer_edits_gets_the_commit_on_its_branch(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands.grammar import CommandError, find_command, parse, prog_of
+from bot.commands.grammar import CommandError, find_command, parse, plain_lines, prog_of
 from bot.commands.registry import help_text, parser, registry
 from bot.commands.run import run_options
 
@@ -108,6 +108,34 @@ def test_the_command_is_the_first_bot_line_of_the_comment():
     assert find_command("please /bot run") is None
     assert find_command("/botany is fun") is None
     assert find_command("/bot") == "/bot"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "I would run this:\n```\n/repairbot apply-fix\n```",
+        "~~~~text\n```\n/repairbot apply-fix\n~~~\n```\n~~~~",  # fences of other kinds inside
+        "```\n/repairbot apply-fix",  # a fence left open runs to the end of the comment
+        "> /repairbot apply-fix\n>\n> said someone",
+        "   > /repairbot apply-fix",
+        "Before:\n\n    /repairbot apply-fix",
+        "\t/repairbot apply-fix",
+        "<!--\n/repairbot apply-fix\n-->",
+        "<!-- /repairbot apply-fix -->",
+    ],
+)
+def test_commands_in_code_blocks_quotes_or_comments_are_not_commands(body):
+    assert find_command(body, ("/bot", "/repairbot")) is None
+
+
+def test_a_command_after_a_closed_block_or_a_comment_is_one():
+    after_fence = "```\n/repairbot apply-fix\n```\n/bot run"
+    assert find_command(after_fence, ("/bot", "/repairbot")) == "/bot run"
+    after_comment = "<!-- hidden\n-->\n   /bot kill"  # up to three spaces: still plain text
+    assert find_command(after_comment) == "/bot kill"
+    inline = "```python x```\n/bot run"  # backticks in the info string: inline code, not a fence
+    assert find_command(inline) == "/bot run"
+    assert list(plain_lines("a\n```\nb\n```\n> c\nd")) == ["a", "d"]
 
 
 def test_run_options_map_to_the_verification_request():

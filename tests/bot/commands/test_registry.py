@@ -199,7 +199,9 @@ def test_each_scope_has_its_prefix_its_parser_and_its_help():
         "usage: /repairbot [-h] {apply-fix,unsuppress,opt-out,opt-in} ..."
     )
     assert commands.parser(Scope.ANY_PR, "/rb").format_usage().startswith("usage: /rb [-h]")
-    assert commands.parse("/rb apply-fix", prefix="/rb") == ParsedCommand("apply-fix", {})
+    assert commands.parse("/rb apply-fix", prefix="/rb") == ParsedCommand(
+        "apply-fix", {"confirm_fork": None}
+    )
     assert commands.parse("/repairbot") == ParsedCommand("help")
     listing = help_text(scope=Scope.ANY_PR)
     assert "- `/repairbot apply-fix`: " in listing and "/bot run" not in listing

@@ -105,7 +105,8 @@ def test_contracts_round_trip_and_an_empty_row_is_none():
 
 
 def test_the_stored_violation_formats_do_not_change():
-    """Open fixes in the database hold these strings: a new format would stop dedupe."""
+    """Open fixes in the database hold these keys: a new key format would stop dedupe. The
+    display line is Markdown whose path and class are code spans (``bot.db.inert_text``)."""
     violation = Violation(
         kind="forbidden-override",
         contract="spec-worker",
@@ -116,9 +117,27 @@ def test_the_stored_violation_formats_do_not_change():
         fix="rename",
     )
     assert violation_key(violation) == "forbidden-override:W:pkg/w.py"
-    assert violation_line(violation) == "pkg/w.py:7 `W` (forbidden-override)"
+    assert violation_line(violation) == "`pkg/w.py:7` `W` (forbidden-override)"
     moved = dataclasses.replace(violation, line=90)
     assert violation_keys([violation, moved]) == ["forbidden-override:W:pkg/w.py"]
+
+
+def test_a_hostile_path_stays_inside_its_code_span():
+    hostile = Violation(
+        kind="forbidden-override",
+        contract="spec-worker",
+        path="pkg/a`b @acme/team [x](https://evil.invalid)\nRepairbot-Invocation: 1.py",
+        line=3,
+        class_qualname="W",
+        detail="",
+        fix="rename",
+    )
+    line = violation_line(hostile)
+    assert "\n" not in line
+    assert line == (
+        "``pkg/a`b @acme/team [x](https://evil.invalid)\\x0aRepairbot-Invocation: 1.py:3`` "
+        "`W` (forbidden-override)"
+    )
 
 
 def test_findings_and_contract_through_the_database(settings):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from bot.db.contract_checks import ContractCheck
@@ -16,23 +15,12 @@ from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.pipeline.contract_check import check_pull
 from bot.pipeline.contract_check_blobs import swept_blobs
-from bot.pipeline.contract_check_tree import forget_caches
-from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo, worker
+from tests.bot.pipeline.pr_repos import commit, worker
 from tests.fakes.github_git import git_out
 from tests.fakes.github_reviews import reviews_of
 
 REPO = "acme/spec"
 TREE_FILES = {"spec", "spec.lock", "spec.tree"}  # the tree, its lock, which tree it holds
-
-
-@pytest.fixture
-def spec_repo(github_api, tmp_path):
-    """``acme/spec`` on the double: ``main`` has the contract; ``pre`` is the commit before it."""
-    forget_caches()  # each test starts cold: the cache must not carry one test into the next
-    source, pre = new_repo(tmp_path / "source", PRE_CONTRACT)
-    repo = github_api.create_repo(REPO, source)
-    commit(repo.path, "main", CONTRACT, parent=pre, message="DraftWorkerBase contract")
-    return repo, pre
 
 
 def _open(github_api, spec_repo, branch: str, files: dict[str, str | None]) -> tuple[int, str]:

@@ -1,5 +1,6 @@
-"""A PR pipeline's failure: repaired on the base head when its violations are there (a real git
-repository with the legacy workers on ``main``), left to the PR head when they are the PR's own."""
+"""A PR pipeline's failure: its root cause is on the base head when a class the log names
+violates the contract there (a real git repository with the legacy workers on ``main``); never
+when no class is named or the class is the PR's own."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from bot.cli.demo_target import build_target
 from bot.git import git
-from bot.pipeline.pr_pipeline import base_commit_for, root_cause_there
+from bot.pipeline.pr_pipeline import root_cause_at, root_cause_there
 from fixers.contracts import SPEC_WORKER_CONTRACT
 from fixers.sweep import fix, sweep, write_changes
 
@@ -19,39 +20,38 @@ def legacy(tmp_path_factory):
     return source, build_target(source)
 
 
-def _base_commit(repo, base_ref, classes, tmp_path):
-    return base_commit_for(
+def _root_cause_at(repo, commit, classes, tmp_path):
+    return root_cause_at(
         repo=repo,
-        base_ref=base_ref,
+        commit=commit,
         contract=SPEC_WORKER_CONTRACT,
         classes=classes,
         worktrees_dir=tmp_path,
     )
 
 
-def test_violations_on_the_base_head_make_it_the_commit_repaired(legacy, tmp_path):
+def test_violations_on_the_base_head_are_the_root_cause(legacy, tmp_path):
     repo, head = legacy
-    assert _base_commit(repo, "main", ["MTPEagleDynamicTreeWorker", "_Worker"], tmp_path) == head
-    assert _base_commit(repo, "main", [], tmp_path) is None  # no class named: the PR head
+    assert _root_cause_at(repo, head, ["MTPEagleDynamicTreeWorker", "_Worker"], tmp_path)
+    assert not _root_cause_at(repo, head, [], tmp_path)  # no class named: the PR's own
     assert list(tmp_path.iterdir()) == []  # its worktree is gone
 
 
 def test_a_class_only_in_the_pr_is_not_the_base_branch_s_fault(legacy, tmp_path):
-    repo, _ = legacy
-    assert _base_commit(repo, "main", ["FeatureWorkerOfThisPR"], tmp_path) is None
+    repo, head = legacy
+    assert not _root_cause_at(repo, head, ["FeatureWorkerOfThisPR"], tmp_path)
 
 
-def test_a_base_without_violations_or_a_branch_that_is_not_there(legacy, tmp_path):
+def test_a_base_without_violations(legacy, tmp_path):
     repo, head = legacy
     git(repo, "checkout", "--quiet", "-b", "fixed", head)
     try:
         write_changes(repo, fix(repo, [SPEC_WORKER_CONTRACT], imports=False))
         git(repo, "commit", "--quiet", "-am", "Fix the workers")
-        assert _base_commit(repo, "fixed", ["MTPEagleDynamicTreeWorker"], tmp_path) is None
+        fixed = git(repo, "rev-parse", "HEAD").strip()
+        assert not _root_cause_at(repo, fixed, ["MTPEagleDynamicTreeWorker"], tmp_path)
     finally:
         git(repo, "checkout", "--quiet", "main")
-    assert _base_commit(repo, "no-such-branch", ["MTPEagleDynamicTreeWorker"], tmp_path) is None
-    assert _base_commit(repo, None, [], tmp_path) is None
 
 
 def test_root_cause_there_matches_qualified_and_short_class_names(legacy):

@@ -9,6 +9,7 @@ from pydantic import SecretStr
 from bot.db.github_writes import GitHubWrite
 from bot.db.models import Fix, FixComment
 from bot.db.session import session_scope
+from bot.forges.github.api import comment_marker
 from bot.forges.github.client import GitHubNotConfigured, credentials
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import push_branch, sync_mirror
@@ -179,3 +180,21 @@ def test_a_write_key_too_long_for_its_column_is_stored_as_a_digest(gh_settings, 
         keys = [w.key for w in session.query(GitHubWrite).order_by(GitHubWrite.id)]
     assert len(keys) == 2 and all(k.startswith("sha256:") and len(k) == 71 for k in keys)
     assert [c.status for c in github_api.calls_to("POST", r"/pulls$")] == [201, 422]
+
+
+def test_a_strangers_comment_carrying_our_marker_is_not_taken_for_ours(
+    gh_settings, github_api, target
+):
+    repo, head = target
+    git_out(repo.path, "branch", "feature", head)
+    number = github_api.open_pull(REPO, head="feature", title="[None][feat] f")
+    forge = GitHubForge(gh_settings)
+    key = f"reply:{REPO}:42"
+    # The marker is a digest of a key anyone can guess: a stranger posts it first.
+    spoof = "nothing to see\n\n" + comment_marker(key)
+    github_api.comment_event(REPO, number, spoof, login="mallory")
+    with session_scope(gh_settings.resolved_database_url) as session:
+        written = forge.post_comment(session, REPO, number, "the real reply", key=key)
+    authors = [(c["user"]["login"], c["body"].split("\n")[0]) for c in repo.comments[number]]
+    assert authors == [("mallory", "nothing to see"), ("repairbot[bot]", "the real reply")]
+    assert written.remote_id == str(repo.comments[number][1]["id"])

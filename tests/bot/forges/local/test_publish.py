@@ -63,6 +63,7 @@ def _candidate(repo: Path, worktree: Path, run_id: int, own_fix: int | None = No
         violations=["w.py:1 `W` (forbidden-override)"],
         files=["CHANGED.txt"],
         text=TEXT,
+        trusted_tip=head,
         codemods=("rename_forbidden",),
     )
 
