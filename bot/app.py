@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from bot.api import ci_failures, fixes, health, metrics, webhooks
+from bot.api.body import BodyBudget
 from bot.config import Settings, get_settings
 from bot.dashboard.routes import install as install_dashboard
 from bot.queue.celery_app import configure_celery
@@ -15,6 +16,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="repairbot", version="0.1.0")
     app.state.settings = settings or get_settings()
     configure_celery(app.state.settings)
+    # One per app: the bodies its routes are reading at once, all of them together.
+    app.state.body_budget = BodyBudget(app.state.settings.max_buffered_body_bytes)
     for module in (health, webhooks, ci_failures, fixes, metrics):
         app.include_router(module.router)
     install_dashboard(app)

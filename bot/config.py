@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     ci_hmac_secret: SecretStr | None = Field(default=None, description="HMAC key for CI posts")
     max_webhook_bytes: int = 25 * 1024 * 1024
     max_report_bytes: int = 64 * 1024 * 1024
+    max_buffered_body_bytes: int = Field(
+        default=192 * 1024 * 1024,
+        description="Request bodies being read at one moment, all together; past it: 503",
+    )
     read_timeout_s: float = Field(
         default=20.0,
         gt=0,
@@ -152,16 +156,18 @@ class Settings(BaseSettings):
     )
     trusted_branches: list[str] = Field(
         default_factory=list,
-        description=(
-            "Branches (fnmatch patterns, e.g. release/*) besides each repository's default "
-            "branch whose commits the bot may build fixes on; any other commit (a fork PR's "
-            "head, a PR branch) is reviewed, never pushed"
-        ),
+        description="Branch patterns besides the default branch that fixes may be built on",
     )
     github_writes_per_minute: int = Field(
         default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
     )
     github_seconds_between_writes: float = Field(default=1.0, ge=0)
+    # Command comments the bot answers (a reply or a reaction) per hour: by a non-collaborator
+    # per PR, by one author, on one PR, in one repository (bot.commands.reply_budget).
+    reply_budget_stranger_per_pr_hour: int = Field(default=1, ge=0)
+    reply_budget_per_author_hour: int = Field(default=30, ge=0)
+    reply_budget_per_pr_hour: int = Field(default=60, ge=0)
+    reply_budget_per_repository_hour: int = Field(default=300, ge=0)
     github_retry_attempts: int = Field(default=5, ge=1)
     github_retry_backoff_s: float = Field(default=1.0, ge=0)
     github_max_wait_s: float = Field(
@@ -204,19 +210,9 @@ class Settings(BaseSettings):
     contract_check_max_files: int = Field(
         default=3000, ge=1, description="A PR changing more files gets an error status, unchecked"
     )
-    contract_check_max_write_files: int = Field(
-        default=50_000,
-        ge=1,
-        description=(
-            "Files one contract check may write under the data dir (base and merged tree "
-            "together); past it: an error status, nothing more written"
-        ),
-    )
-    contract_check_max_write_bytes: int = Field(
-        default=256 * 1024 * 1024,
-        ge=1,
-        description="Bytes one contract check may write under the data dir (as the files cap)",
-    )
+    # What one contract check may write under the data dir (both trees); past it: an error.
+    contract_check_max_write_files: int = Field(default=50_000, ge=1)
+    contract_check_max_write_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     contract_recheck_max_prs: int = Field(
         default=50, ge=0, description="Open PRs re-checked when a push changes a contract"
     )
@@ -309,6 +305,16 @@ class Settings(BaseSettings):
         if self.verify_lost_after_s <= 2 * self.verify_heartbeat_s:
             raise ValueError(
                 "REPAIRBOT_VERIFY_LOST_AFTER_S must exceed twice REPAIRBOT_VERIFY_HEARTBEAT_S"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _the_largest_body_fits_the_buffer_cap(self) -> Settings:
+        # Otherwise a lone report (or delivery) of an allowed size could never be read.
+        if self.max_buffered_body_bytes < max(self.max_report_bytes, self.max_webhook_bytes):
+            raise ValueError(
+                "REPAIRBOT_MAX_BUFFERED_BODY_BYTES must be at least REPAIRBOT_MAX_REPORT_BYTES "
+                "and REPAIRBOT_MAX_WEBHOOK_BYTES"
             )
         return self
 

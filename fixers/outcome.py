@@ -130,6 +130,9 @@ class FixResult:
     skips: list[Skip]
     # Wall-clock seconds of each part of the fix ("sweep", "fix", "import evidence").
     seconds: dict[str, float] = field(default_factory=dict)
+    # Violations found and deliberately left out of the fix and of ``report`` (``fix(held=)``:
+    # a human's decision holds them back).
+    held: list[Violation] = field(default_factory=list)
 
     def diff(self) -> str:
         """All changes as one unified diff."""

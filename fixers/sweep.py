@@ -129,8 +129,12 @@ def fix(
     sandbox: SandboxOptions = STRICT,
     server: ImportServer | None = None,
     preload: Sequence[str] = DEFAULT_PRELOAD,
+    held: Callable[[Violation], bool] | None = None,
 ) -> FixResult:
     """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change.
+
+    ``held``: violations it returns True for are neither fixed nor reported as found; they are
+    listed in ``FixResult.held`` (a suppression keeps them for a human).
 
     ``imports`` runs the import check, in the sandbox that ``sandbox`` describes: on ``server``
     when one was started ahead for ``root`` (with the same ``sandbox``), else on one started
@@ -140,6 +144,12 @@ def fix(
     """
     clock = time.perf_counter()
     state = run_sweep(root, contracts, cache=cache, progress=progress)
+    kept_back = [v for v in state.report.violations if held is not None and held(v)]
+    if kept_back:
+        kept = [v for v in state.report.violations if v not in kept_back]
+        state = dataclasses.replace(
+            state, report=dataclasses.replace(state.report, violations=kept)
+        )
     seconds = {"sweep": time.perf_counter() - clock}
     try:
         clock = time.perf_counter()
@@ -152,6 +162,7 @@ def fix(
             server = start_server(root, sandbox=sandbox, preload=preload, later=later)
         started = time.perf_counter() - clock
         result = fix_in_memory(root, state)
+        result.held = kept_back
         result.seconds = {**seconds, "fix": time.perf_counter() - clock - started}
         if imports and result.changes:
             clock = time.perf_counter()

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from bot.api.budget_metrics import BudgetCollector
 from bot.db.contract_checks import ContractCheck
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
@@ -99,8 +100,9 @@ class DatabaseCollector(Collector):
 
 
 @router.get("/metrics")
-def metrics(session: Annotated[Session, Depends(get_read_session)]) -> Response:
+def metrics(request: Request, session: Annotated[Session, Depends(get_read_session)]) -> Response:
     """Prometheus exposition format."""
     registry = CollectorRegistry()
     registry.register(DatabaseCollector(session))
+    registry.register(BudgetCollector(session, request.app.state.settings))
     return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")

@@ -18,9 +18,10 @@ from bot.intake.deliveries import (
     DeliveryOutcome,
     GitHubDelivery,
     RecordedDelivery,
+    coalesce_key,
     record_deliveries,
 )
-from bot.intake.webhook_auth import is_valid
+from bot.intake.webhook_auth import could_be_valid, is_valid
 
 router = APIRouter()
 
@@ -42,13 +43,24 @@ _HEADERS_DOC = {
 
 @router.post("/webhooks/github", status_code=status.HTTP_202_ACCEPTED, openapi_extra=_HEADERS_DOC)
 async def github_webhook(request: Request) -> JSONResponse:
-    """Accept one GitHub delivery. Nothing is parsed before the signature checks out."""
+    """Accept one GitHub delivery. Nothing is read without a signature, nothing parsed before
+    it checks out."""
     settings: Settings = request.app.state.settings
     headers = request.headers
     x_github_event = headers.get("x-github-event")
     x_github_delivery = headers.get("x-github-delivery")
     x_hub_signature_256 = headers.get("x-hub-signature-256")
-    body = await read_capped_body(request, settings.max_webhook_bytes, settings.read_timeout_s)
+    if not could_be_valid(x_hub_signature_256):
+        # Nothing to check the body against (or a header no body can match), so it is never
+        # read: the rest of it is not drained either, the connection is closed.
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing or wrong X-Hub-Signature-256",
+            headers={"Connection": "close"},
+        )
+    body = await read_capped_body(
+        request, settings.max_webhook_bytes, settings.read_timeout_s, request.app.state.body_budget
+    )
     secret = settings.github_webhook_secret.get_secret_value().encode()
     if not is_valid(secret, body, x_hub_signature_256):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong X-Hub-Signature-256")
@@ -66,7 +78,8 @@ async def github_webhook(request: Request) -> JSONResponse:
         )
     payload = _parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
-    delivery = GitHubDelivery(x_github_delivery, x_github_event, action, body)
+    coalesce = coalesce_key(x_github_event, payload)
+    delivery = GitHubDelivery(x_github_delivery, x_github_event, action, body, coalesce)
     answer, code = await committed(settings, STORE_DELIVERIES, (delivery, payload.get("zen")))
     return JSONResponse(answer, code)
 
@@ -93,6 +106,11 @@ def _answer(
         return {"status": "duplicate", "delivery": delivery.delivery_id}, status.HTTP_200_OK
     if recorded.outcome is DeliveryOutcome.PONG:
         return {"status": "pong", "zen": zen}, status.HTTP_200_OK
+    if recorded.outcome is DeliveryOutcome.COALESCED:  # stored; an earlier twin does the work
+        return {
+            "status": "coalesced",
+            "delivery_id": recorded.delivery_id,
+        }, status.HTTP_202_ACCEPTED
     if recorded.outcome is DeliveryOutcome.IGNORED:
         return {"status": "ignored", "event": delivery.event}, status.HTTP_202_ACCEPTED
     return {"status": "accepted", "delivery_id": recorded.delivery_id}, status.HTTP_202_ACCEPTED

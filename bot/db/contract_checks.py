@@ -1,13 +1,15 @@
-"""The pre-merge contract checks' table (``bot.pipeline.contract_check`` answers and records
-them). Alembic sees it through the migrations' ``env``, which imports this module."""
+"""The pre-merge contract checks' tables: their answers (``bot.pipeline.contract_check`` answers
+and records them) and the checks queued, one per PR. Alembic sees them through the migrations'
+``env``, which imports this module."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text, UniqueConstraint, delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db.models import Base, utcnow
 
@@ -40,3 +42,54 @@ class ContractCheck(Base):
     written_files: Mapped[int] = mapped_column(Integer, default=0)
     written_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QueuedCheck(Base):
+    """A contract check of a PR sent to the broker and not started yet: one per PR.
+
+    The check reads the PR's head when it starts, so one queued check answers every
+    ``synchronize`` that arrives before then; a flood of events for one PR queues one task
+    (``bot.pipeline.contract_triggers``). The task removes the row when it starts; the
+    reconciler sends the task again when the row grows old (its message was lost).
+    """
+
+    __tablename__ = "queued_checks"
+    __table_args__ = (UniqueConstraint("repository", "number", name="uq_queued_checks_pr"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+def queue_check(session: Session, *, repository: str, number: int) -> bool:
+    """Record that a check of PR ``number`` is queued; False when one already is (nothing more
+    to send: it reads the PR's head when it starts)."""
+    found = session.scalar(
+        select(QueuedCheck.id).where(
+            QueuedCheck.repository == repository, QueuedCheck.number == number
+        )
+    )
+    if found is not None:
+        return False
+    try:
+        with session.begin_nested():
+            session.add(QueuedCheck(repository=repository, number=number))
+    except IntegrityError:  # queued by another transaction meanwhile
+        return False
+    return True
+
+
+def start_check(session: Session, *, repository: str, number: int) -> None:
+    """The queued check of PR ``number`` starts: a later event queues the next one."""
+    session.execute(
+        delete(QueuedCheck).where(
+            QueuedCheck.repository == repository, QueuedCheck.number == number
+        )
+    )
+
+
+def stale_queued_checks(session: Session, *, older_than: timedelta) -> list[QueuedCheck]:
+    """Checks queued longer ago than ``older_than`` that have not started."""
+    since = utcnow() - older_than
+    return list(session.scalars(select(QueuedCheck).where(QueuedCheck.queued_at < since)))

@@ -37,6 +37,7 @@ class NewDelivery:
     action: str | None
     body: bytes
     outcome: str = "stored"
+    coalesce_key: str | None = None  # what it would do, when another delivery may do the same
 
 
 def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> dict[str, int]:
@@ -65,6 +66,7 @@ def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> di
             "body": stored,
             "body_codec": codec,
             "outcome": d.outcome,
+            "coalesce_key": d.coalesce_key,
             "received_at": now,
             "dispatched_at": now,
         }

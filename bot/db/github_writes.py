@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import DateTime, String, Text
+from sqlalchemy import JSON, DateTime, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.db.models import Base, utcnow
@@ -16,7 +17,9 @@ class GitHubWrite(Base):
     """A content-creating GitHub request, recorded before it is sent.
 
     The key makes it idempotent (a retried POST never posts twice: the row says whether and where
-    it landed) and the rows of the last minute are the content-creation rate, across processes.
+    it landed); the slots reserved in the last minute are the content-creation rate, across
+    processes. A deferred write (asked for inside a transaction) keeps its ``request`` until the
+    send task has sent it, or GitHub refused it for good (``error``).
     """
 
     __tablename__ = "github_writes"
@@ -32,3 +35,9 @@ class GitHubWrite(Base):
         DateTime(timezone=True), default=utcnow, index=True
     )
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # When the write took its place under the per-minute cap (None: not sent yet).
+    slot_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    # A deferred write: what to send, when its task was last sent, why GitHub refused it.
+    request: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    error: Mapped[str | None] = mapped_column(Text)

@@ -133,6 +133,9 @@ class Delivery(Base):
     outcome: Mapped[str] = mapped_column(String(32), default="stored")
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     dispatched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The same work as another delivery's (a pull_request event for the same PR, action and
+    # head): while one such delivery waits, the next are stored as ``coalesced``, no task sent.
+    coalesce_key: Mapped[str | None] = mapped_column(String(200), index=True)
 
     def content(self) -> bytes:
         """The body as it was received."""
@@ -345,6 +348,10 @@ class CommandInvocation(Base):
     # task was last sent, so the reconciler can send it again if that message was lost.
     comment_id: Mapped[int | None] = mapped_column(BigInteger)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Whether the bot answered on GitHub (a reply or a reaction), or why not: a reply budget
+    # was spent (bot.commands.reply_budget); the rows answered are what the budgets count.
+    answered: Mapped[bool] = mapped_column(default=False)
+    withheld: Mapped[str | None] = mapped_column(Text)
 
 
 class SuppressionReason(StrEnum):
@@ -356,7 +363,8 @@ class SuppressionReason(StrEnum):
 
 class Suppression(Base):
     """A human decision the bot keeps: these violations (one dedupe key, one repository) open no
-    PR again until a maintainer lifts it. A new violation set is a new key, so it is not held."""
+    PR again until a maintainer lifts it. A later violation set that contains them (a new key)
+    is fixed without them: ``violation_keys`` are held one by one (issue 36)."""
 
     __tablename__ = "suppressions"
     __table_args__ = (
@@ -379,5 +387,6 @@ class Suppression(Base):
     detail: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     held_runs: Mapped[int] = mapped_column(Integer, default=0)  # failures it kept from a PR
+    violation_keys: Mapped[list[Any]] = mapped_column(default=list)  # the violations it holds
     lifted_by: Mapped[str | None] = mapped_column(String(200))
     lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

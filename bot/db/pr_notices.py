@@ -45,5 +45,9 @@ class PrNotice(Base):
     body_digest: Mapped[str] = mapped_column(String(64), default="")  # of the text on GitHub
     edits: Mapped[int] = mapped_column(Integer, default=0)
     rerun_comment_id: Mapped[str | None] = mapped_column(String(64))  # the re-run command's
+    # The PR head that failed (the report's), and why no re-run command was posted for it
+    # (its head moved since: only a maintainer may run CI on commits nobody reviewed).
+    failed_head: Mapped[str | None] = mapped_column(String(64))
+    rerun_held: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

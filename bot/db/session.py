@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+Reading = Callable[[], AbstractContextManager[Session]]
+"""Opens a reading session (``read_scope`` bound to a database): a handler's read phase."""
+Writes = Callable[[Session], str]
+"""A handler's write phase: database work only (no network, no git), run in the caller's
+transaction; says what it did."""
 
 CHECKPOINT_BYTES = 4 << 20
 # An execution option: sessions made with it only read (``read_scope``).

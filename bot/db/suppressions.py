@@ -33,6 +33,7 @@ def suppress(
     reason: SuppressionReason,
     decided_by: str,
     fix_id: int | None,
+    violation_keys: list[str],
     detail: str = "",
 ) -> Suppression:
     """Record a decision unless one already holds these violations (then that one is kept)."""
@@ -45,6 +46,7 @@ def suppress(
         reason=reason.value,
         decided_by=decided_by[:200],
         fix_id=fix_id,
+        violation_keys=sorted(violation_keys),
         detail=detail,
     )
     try:
@@ -98,3 +100,13 @@ def suppressions_of(session: Session, fix: Fix) -> list[Suppression]:
             .order_by(Suppression.id.desc())
         )
     )
+
+
+def held_violations(session: Session, *, repository: str) -> dict[str, Suppression]:
+    """``{violation key: the active suppression holding it}`` in ``repository``."""
+    rows = session.scalars(
+        select(Suppression).where(
+            Suppression.repository == repository, Suppression.lifted_at.is_(None)
+        )
+    ).all()
+    return {key: row for row in rows for key in row.violation_keys}

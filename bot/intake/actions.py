@@ -15,11 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from bot.config import Settings
+from bot.db.session import Reading, Writes
 from bot.forges.github.job_logs import LogRefused, download_job_log, job_json
-from bot.intake.ci_reports import ReportSource, record_fetched
+from bot.intake.ci_reports import ReportSource, fetch_report
 from fixers.input_rules import http_url_problem
 from fixers.intake import Format
 from fixers.stages import parse_stage
@@ -128,8 +127,13 @@ def fetch_job(settings: Settings, repository: str, job_id: int) -> ActionsJob:
     return job
 
 
-def intake_actions_job(session: Session, settings: Settings, job: ActionsJob) -> str:
-    """Download the failed job's log and queue it exactly like a posted console log."""
+def intake_actions_job(
+    settings: Settings,
+    reading: Reading,
+    job: ActionsJob,
+) -> Writes | str:
+    """Download the failed job's log (no write lock held); what queues it exactly like a
+    posted console log, or why nothing is to be recorded."""
     if not settings.github_actions_logs:
         return "GitHub Actions logs are off (REPAIRBOT_GITHUB_ACTIONS_LOGS)"
     label = f"{job.repository} job {job.job_id} attempt {job.run_attempt}"
@@ -142,8 +146,8 @@ def intake_actions_job(session: Session, settings: Settings, job: ActionsJob) ->
         head_sha=job.head_sha,
         stage=job.name if parse_stage(job.name) is not None else None,
     )
-    return record_fetched(
-        session,
+    return fetch_report(
+        reading,
         source,
         label=label,
         fetch=lambda: download_job_log(settings, job.repository, job.job_id),

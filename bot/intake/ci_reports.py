@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.crud import KnownReports, NewDelivery, find_report, find_reports, insert_deliveries
 from bot.db.models import CiFailure
+from bot.db.session import Reading, Writes
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 from fixers.intake import FailureReport, Format, IntakeError, read_report
@@ -182,32 +183,40 @@ def _new_delivery(report: CiReport, key: str) -> NewDelivery:
     return NewDelivery("ci", key, "ci_failure", None, report.body)
 
 
-def record_fetched(
-    session: Session,
+def fetch_report(
+    reading: Reading,
     source: ReportSource,
     *,
     label: str,
     fetch: Callable[[], bytes],
     format: Format,
     refused: Callable[[str], Exception],
-) -> str:
-    """A report the bot fetches itself (a Jenkins testReport, an Actions job log): nothing is
-    fetched when it is known; a document that does not parse raises ``refused``. The answer
-    says what happened, for the delivery's outcome."""
-    if known_report(session, source) is not None:
-        return f"{label} is already known"
+) -> Writes | str:
+    """A report the bot fetches itself (a Jenkins testReport, an Actions job log), fetched and
+    parsed with no write lock held: what records it, or why there is nothing to record (it is
+    known: nothing is fetched). A document that does not parse raises ``refused``."""
+    with reading() as session:
+        if known_report(session, source) is not None:
+            return f"{label} is already known"
     body = fetch()
     try:
         parsed = read_report(BytesIO(body), format=format, stage=source.stage)
     except IntakeError as exc:
         raise refused(f"{label}: {exc}") from exc
-    recorded = record_ci_report(session, CiReport(source, body, parsed))
-    if recorded.outcome is Recording.DUPLICATE:
-        return f"{label} is already known"
-    if recorded.report is None:
-        return f"{label} is already stored"
-    failures = len(parsed.failures)
-    return f"report #{recorded.report.id} from {label} ({failures} failure(s), {len(body)} bytes)"
+    report = CiReport(source, body, parsed)
+
+    def record(session: Session) -> str:
+        recorded = record_ci_report(session, report)
+        if recorded.outcome is Recording.DUPLICATE:
+            return f"{label} is already known"
+        if recorded.report is None:
+            return f"{label} is already stored"
+        failures = len(parsed.failures)
+        return (
+            f"report #{recorded.report.id} from {label} ({failures} failure(s), {len(body)} bytes)"
+        )
+
+    return record
 
 
 def _delivery_key(source: ReportSource) -> str:

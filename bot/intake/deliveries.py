@@ -12,13 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db.crud import NewDelivery, insert_deliveries
+from bot.db.models import Delivery
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 
 # The events a handler is registered for (bot.intake.route); others are stored as ``ignored``.
+COALESCED_ACTIONS = frozenset({"synchronize", "opened", "reopened"})
 HANDLED_EVENTS = frozenset(
     {"issue_comment", "pull_request", "check_run", "status", "workflow_job", "push"}
 )
@@ -32,6 +35,7 @@ class GitHubDelivery:
     event: str
     action: str | None
     body: bytes
+    coalesce_key: str | None = None  # see ``coalesce_key``
 
     @property
     def key(self) -> str:
@@ -43,6 +47,7 @@ class DeliveryOutcome(StrEnum):
     """How :func:`record_delivery` ended."""
 
     DUPLICATE = "duplicate"  # this delivery id was stored before: nothing done
+    COALESCED = "coalesced"  # stored; a delivery of the same work waits: no task of its own
     PONG = "pong"  # GitHub's ``ping``: stored as processed
     IGNORED = "ignored"  # an event no handler takes: stored as ignored
     ACCEPTED = "accepted"  # stored; ``process_delivery`` is queued after the commit
@@ -68,11 +73,19 @@ def record_deliveries(
 
     A delivery id repeated within ``deliveries`` is stored once: the later ones are duplicates.
     """
-    outcomes = [_outcome(delivery.event) for delivery in deliveries]
+    outcomes = _coalesced(session, deliveries, [_outcome(d.event) for d in deliveries])
     stored = insert_deliveries(
         session,
         [
-            NewDelivery("github", d.key, d.event, d.action, d.body, outcome=_STORED_AS[outcome])
+            NewDelivery(
+                "github",
+                d.key,
+                d.event,
+                d.action,
+                d.body,
+                outcome=_STORED_AS[outcome],
+                coalesce_key=d.coalesce_key,
+            )
             for d, outcome in zip(deliveries, outcomes, strict=True)
         ],
     )
@@ -88,8 +101,52 @@ def record_deliveries(
     return recorded
 
 
+def coalesce_key(event: str, payload: dict[str, object]) -> str | None:
+    """What a delivery would do, when a flood of them can do the same: a ``pull_request``
+    ``synchronize``, ``opened`` or ``reopened`` of one PR at one head (GitHub sends one per push;
+    a force-push war, or anyone replaying them, sends thousands)."""
+    pull = payload.get("pull_request")
+    action, repository = payload.get("action"), payload.get("repository")
+    if event != "pull_request" or action not in COALESCED_ACTIONS or not isinstance(pull, dict):
+        return None
+    head = pull.get("head")
+    sha = head.get("sha") if isinstance(head, dict) else None
+    name = repository.get("full_name") if isinstance(repository, dict) else None
+    number = pull.get("number")
+    if not (isinstance(sha, str) and isinstance(name, str) and isinstance(number, int)):
+        return None
+    return f"pull_request:{name}#{number}:{action}:{sha}"[:200]
+
+
+def _coalesced(
+    session: Session, deliveries: Sequence[GitHubDelivery], outcomes: list[DeliveryOutcome]
+) -> list[DeliveryOutcome]:
+    """``outcomes``, with an accepted delivery made ``coalesced`` when a delivery of the same
+    work is stored and not processed yet (earlier, or earlier in this batch)."""
+    keys = {d.coalesce_key for d in deliveries if d.coalesce_key}
+    if not keys:
+        return outcomes
+    waiting = set(
+        session.scalars(
+            select(Delivery.coalesce_key).where(
+                Delivery.coalesce_key.in_(keys), Delivery.outcome == "stored"
+            )
+        )
+    )
+    result = []
+    for delivery, outcome in zip(deliveries, outcomes, strict=True):
+        key = delivery.coalesce_key
+        if key and outcome is DeliveryOutcome.ACCEPTED:
+            if key in waiting:
+                outcome = DeliveryOutcome.COALESCED
+            waiting.add(key)
+        result.append(outcome)
+    return result
+
+
 # deliveries.outcome as stored: only an accepted delivery waits for its processing.
 _STORED_AS = {
+    DeliveryOutcome.COALESCED: "coalesced",
     DeliveryOutcome.PONG: "processed",
     DeliveryOutcome.IGNORED: "ignored",
     DeliveryOutcome.ACCEPTED: "stored",

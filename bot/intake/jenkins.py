@@ -11,11 +11,11 @@ import re
 from urllib.parse import urlsplit
 
 import httpx
-from sqlalchemy.orm import Session
 
 from bot.config import Settings
+from bot.db.session import Reading, Writes
 from bot.forges.github.events import CheckFailure
-from bot.intake.ci_reports import ReportSource, record_fetched
+from bot.intake.ci_reports import ReportSource, fetch_report
 from fixers.intake import Format
 
 BUILD_PATH = re.compile(r"^(?P<jobs>(?:/job/[^/]+)+)/(?P<number>\d+)(?:/.*)?$")
@@ -70,9 +70,12 @@ def fetch_testreport(settings: Settings, url: str) -> bytes:
 
 
 def intake_check_failure(
-    session: Session, settings: Settings, failure: CheckFailure, delivery_id: int
-) -> str:
-    """Fetch the failed build's testReport and queue it exactly like a CI post."""
+    settings: Settings,
+    reading: Reading,
+    failure: CheckFailure,
+) -> Writes | str:
+    """Fetch the failed build's testReport (no write lock held); what records it like a CI
+    post, or why nothing is to be recorded."""
     pipeline, number, url = build_identity(failure.build_url, settings)
     source = ReportSource(
         pipeline=pipeline,
@@ -81,8 +84,8 @@ def intake_check_failure(
         repository=failure.repository,
         head_sha=failure.head_sha,
     )
-    return record_fetched(
-        session,
+    return fetch_report(
+        reading,
         source,
         label=f"{pipeline}#{number}",
         fetch=lambda: fetch_testreport(settings, url),

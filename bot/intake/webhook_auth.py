@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 
 PREFIX = "sha256="
+_WELL_FORMED = re.compile(r"sha256=[0-9a-fA-F]{64}")
 
 
 def sign(secret: bytes, body: bytes) -> str:
@@ -19,3 +21,9 @@ def is_valid(secret: bytes, body: bytes, header: str | None) -> bool:
         # compare_digest raises TypeError on non-ASCII text; such a header is simply wrong.
         return False
     return hmac.compare_digest(sign(secret, body), header.strip())
+
+
+def could_be_valid(header: str | None) -> bool:
+    """Whether ``header`` has a signature's shape (``sha256=`` and 64 hex digits): one that
+    cannot match any body is refused before the body is read."""
+    return header is not None and _WELL_FORMED.fullmatch(header.strip()) is not None

@@ -22,6 +22,7 @@ import httpx
 from github import GithubException
 
 from bot.config import Settings
+from bot.db.contract_checks import start_check
 from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
@@ -107,6 +108,7 @@ def check_pull(
     opted-out PR (``bot.db.opt_outs``) is not checked: no status, no review.
     """
     with session_scope(settings.resolved_database_url) as session:
+        start_check(session, repository=repository, number=number)  # a later event queues anew
         left_alone = opted_out(session, repository=repository, pr_number=number)
         if left_alone is not None:
             return f"not checked: {left_alone.describe()}"
@@ -205,7 +207,7 @@ def _review(api: GitHubApi, checked: _Checked, outcome: Swept) -> str:
     text = _head_text(checked.mirror, checked.head)
     plan = plan_review(checked.head, outcome.introduced, outcome.changes, text)
     try:
-        return sync_contract_review(None, api, checked.repository, checked.number, plan)
+        return sync_contract_review(api, checked.repository, checked.number, plan)
     except GithubException as exc:
         log.warning("review of %s#%s: GitHub answered %s", checked.repository, checked.number, exc)
         return f"review not synced (GitHub answered {exc.status})"

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.contract_checks import ContractCheck
 from bot.db.rows import violation_lines
-from bot.forges.github.api import STATUS_DESCRIPTION_MAX
+from bot.forges.github.write_ops import STATUS_DESCRIPTION_MAX
 from bot.pipeline.contract_check_sweep import (
     Conflict,
     Outcome,

@@ -12,11 +12,13 @@ of GitHub's secondary rate limits.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
+from bot.db.contract_checks import queue_check
 from bot.db.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
@@ -24,6 +26,7 @@ from bot.forges.github.events import PullRequestEvent, PushEvent, is_bot_account
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.retry import RateLimited
 from bot.git import GitError
+from bot.pipeline.contract_check_answer import answered
 from bot.pipeline.contract_check_blobs import changed_paths, is_swept
 from bot.pipeline.contract_check_sweep import commit_of, tree_of
 from bot.pipeline.contract_check_tree import TreeOnDisk, tree_of_repository
@@ -58,8 +61,21 @@ def on_pull_request(
     guarded = guard_pull_request(session, settings, event)  # a bot pushed: budgeted
     if guarded is not None:
         return guarded
-    enqueue_after_commit(session, task_names.CONTRACT_CHECK, event.repository, event.number)
-    return f"contract check of #{event.number} queued"
+    # Answered from the payload's own SHAs: no REST call, no fetch for a head already checked.
+    if event.base_sha and answered(
+        session, event.repository, event.number, event.head_sha, event.base_sha
+    ):
+        return f"{event.head_sha[:12]} on {event.base_sha[:12]} was answered"
+    return queue_pull_check(session, event.repository, event.number)
+
+
+def queue_pull_check(session: Session, repository: str, number: int, **options: Any) -> str:
+    """Queue a check of PR ``number`` once ``session`` commits, unless one is queued and not
+    started yet (it will read the PR's head when it starts: one check answers a flood)."""
+    if not queue_check(session, repository=repository, number=number):
+        return f"a check of #{number} is queued already"
+    enqueue_after_commit(session, task_names.CONTRACT_CHECK, repository, number, **options)
+    return f"contract check of #{number} queued"
 
 
 def _fingerprint(on_disk: TreeOnDisk) -> dict[tuple[object, ...], Contract]:
@@ -149,13 +165,8 @@ def recheck(
     queued, left = pulls[:cap], len(pulls) - min(len(pulls), cap)
     with session_scope(settings.resolved_database_url) as session:
         for i, pull in enumerate(queued):
-            enqueue_after_commit(
-                session,
-                task_names.CONTRACT_CHECK,
-                repository,
-                pull.number,
-                countdown=i * settings.contract_recheck_spacing_s or None,
-            )
+            spacing = i * settings.contract_recheck_spacing_s or None
+            queue_pull_check(session, repository, pull.number, countdown=spacing)
     return (
         f"push to {branch}: {'; '.join(changes)}; re-checking {len(queued)} open PR(s) "
         f"into {branch}, {left} left out (at most {cap} per push)"

@@ -32,6 +32,7 @@ from bot.db.rows import contract_of
 from bot.db.session import session_scope
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
+from bot.forges.github.pulls import WRITERS, PullState
 from bot.forges.github.retry import RateLimited
 from bot.pipeline.fan_out_text import NoticeFacts, body_digest, notice_body, verification_line
 from bot.pipeline.task_base import RepairbotTask, TransientError
@@ -63,13 +64,20 @@ def notice_key(notice: PrNotice) -> str:
 
 
 def record_notice(
-    session: Session, *, pr_number: int, fix: Fix, changed_fix: bool = False
+    session: Session,
+    *,
+    pr_number: int,
+    fix: Fix,
+    changed_fix: bool = False,
+    failed_head: str | None = None,
 ) -> PrNotice | None:
     """In the caller's transaction: the notice of ``pr_number`` for ``fix`` (made once: a second
     failure from the same PR finds it), its write queued after the commit.
 
     ``changed_fix``: the run opened or extended ``fix``, so every notice of it is refreshed (the
-    ones recorded before the PR had a number too); else only this one is sent."""
+    ones recorded before the PR had a number too); else only this one is sent. ``failed_head``:
+    the PR head that failed (a re-run command is posted later only while it is still the head).
+    """
     if fix.forge != "github":
         return None  # the local forge has no PRs but its own
     if _is_our_fix_pr(session, fix.repository, pr_number):
@@ -84,7 +92,12 @@ def record_notice(
     if notice is None:
         try:
             with session.begin_nested():
-                notice = PrNotice(repository=fix.repository, pr_number=pr_number, fix_id=fix.id)
+                notice = PrNotice(
+                    repository=fix.repository,
+                    pr_number=pr_number,
+                    fix_id=fix.id,
+                    failed_head=failed_head,
+                )
                 session.add(notice)
         except IntegrityError:  # another run of the same PR recorded it first, and sends it
             return None
@@ -179,7 +192,7 @@ def _plan(settings: Settings, notice_id: int) -> _Planned | None:
         fix = session.get_one(Fix, notice.fix_id)
         if fix.number is None:
             return None  # our PR is not open yet: its refresh follows the opening
-        body = notice_body(facts_of(fix))
+        body = notice_body(facts_of(fix), notice.rerun_held)
         digest = body_digest(body)
         if notice.comment_id is not None and digest == notice.body_digest:
             return None  # the text on GitHub says this already
@@ -292,9 +305,32 @@ def rerun_command(
     return parse_config(text, mirror).rerun_command if text is not None else None
 
 
+def _unreviewed(
+    forge: GitHubForge, repository: str, pull: PullState, failed_head: str | None
+) -> str | None:
+    """Why a re-run command must not be posted on ``pull`` (None: it may): its head is not the
+    one that failed, and its author may not write to the repository. A CI that trusts the bot's
+    account would otherwise run commits nobody reviewed."""
+    if failed_head is None or pull.head_sha == failed_head:
+        return None
+    if forge.permission(repository, pull.author) in WRITERS:
+        return None
+    return f"its head moved to {pull.head_sha[:12]} since it failed at {failed_head[:12]}"
+
+
+def _hold_rerun(settings: Settings, notice_id: int, why: str) -> None:
+    """Record why, and edit the notice so that it says a maintainer must trigger CI."""
+    with session_scope(settings.resolved_database_url) as session:
+        notice = session.get_one(PrNotice, notice_id)
+        if notice.rerun_held != why:
+            notice.rerun_held = why
+            enqueue_after_commit(session, task_names.PR_NOTICE, notice.id)
+
+
 def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: str) -> str:
     """Post ``command`` (the repository's re-run command) on the notice's PR, once, if the PR
-    is still open and its notice was posted."""
+    is still open, its notice was posted and its head is the one that failed (or its author
+    may write to the repository)."""
     with session_scope(settings.resolved_database_url) as session:
         notice = session.get_one(PrNotice, notice_id)
         if notice.state != NoticeState.POSTED or notice.rerun_comment_id is not None:
@@ -303,9 +339,15 @@ def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: 
         if opted_out(session, repository=repository, pr_number=number):
             return f"PR #{number} opted out: no re-run"
         key = f"pr-rerun:{notice_key(notice)}"
+        failed_head = notice.failed_head
     try:
-        if forge.pull(repository, number).state != "open":
+        pull = forge.pull(repository, number)
+        if pull.state != "open":
             return f"PR #{number} is closed: no re-run"
+        moved = _unreviewed(forge, repository, pull, failed_head)
+        if moved is not None:
+            _hold_rerun(settings, notice_id, moved)
+            return f"PR #{number}: {moved}: no re-run"
         # As written, no hidden marker: a CI bot parses the whole comment.
         written = forge.post_comment(None, repository, number, command, key=key, marked=False)
     except RateLimited as exc:

@@ -70,9 +70,15 @@ def _where(facts: NoticeFacts) -> str:
             )
 
 
-def notice_body(facts: NoticeFacts) -> str:
-    """The notice, in Markdown."""
+def notice_body(facts: NoticeFacts, rerun_held: str | None = None) -> str:
+    """The notice, in Markdown; ``rerun_held``: why the bot did not re-run this PR's CI."""
     count = f"{facts.violations} violation{'s' if facts.violations != 1 else ''}"
+    held = (
+        [f"- **Re-run:** not posted by repairbot: {rerun_held}. A maintainer must trigger "
+         "this PR's CI."]
+        if rerun_held
+        else []
+    )  # fmt: skip
     return "\n".join(
         [
             f"### This PR's CI failure comes from the base branch `{facts.base_ref}`",
@@ -84,6 +90,7 @@ def notice_body(facts: NoticeFacts) -> str:
             "",
             f"- **Fix:** {_where(facts)}",
             f"- **Verification of the fix:** {facts.verification}",
+            *held,
             "",
             "_repairbot edits this comment in place as the fix moves on._",
             "",

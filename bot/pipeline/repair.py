@@ -20,20 +20,22 @@ from uuid import uuid4
 
 from bot.config import Settings
 from bot.db.models import RunState
+from bot.db.rows import violation_key
 from bot.forges.base import Candidate
 from bot.forges.branch_guard import BranchGuarded
+from bot.forges.github.outbox import NoSlot
 from bot.forges.github.retry import RateLimited
 from bot.forges.provenance import ProvenanceRefused, trusted_config
 from bot.git import GitError, fresh_worktree, remove_worktree
 from bot.pipeline.import_spare import start_spares, take_spare
 from bot.pipeline.loop_guard import guard_report
 from bot.pipeline.policy_gate import allowed_target, left_out, suggest, without_opted_out_paths
-from bot.pipeline.repair_start import RunContext, start_attempt
+from bot.pipeline.repair_start import RunContext, give_back_attempt, start_attempt
 from bot.pipeline.repair_steps import already_fixed, candidate_for, swept, write_fixes
 from bot.pipeline.repair_target import Target
 from bot.pipeline.run_state import Stop, move, record_publication, still_live, stop
 from bot.pipeline.stage_times import StageClock
-from bot.pipeline.suppression_gate import held_back
+from bot.pipeline.suppression_gate import held_back, held_keys, held_note
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.pipeline.untrusted_heads import reviewed_instead
 from bot.queue import names as task_names
@@ -74,6 +76,9 @@ def repair_run(settings: Settings, run_id: int) -> None:
         return
     try:
         _in_worktree(settings, context, target, policy)
+    except NoSlot:
+        give_back_attempt(settings, run_id)  # not a failure: the task comes back for a slot
+        raise
     except MemoryError:
         move(
             settings,
@@ -134,6 +139,7 @@ def repair_in(
     ``policy``: the repository's own switches (``fixers.repo_policy``; default: every default).
     """
     run_id, clock = context.run_id, clock or StageClock()
+    held = held_keys(settings, target.name)  # suppressed violations, one by one
     result = fix(
         worktree,
         [context.contract],
@@ -141,16 +147,19 @@ def repair_in(
         sandbox=sandbox_options(settings),
         server=server,
         preload=settings.import_preload,
+        held=lambda v: violation_key(v) in held,
     )
     clock.add(result.seconds)
     policy = policy or RepoPolicy()
     result, left = without_opted_out_paths(result, policy)
     note, all_left_out = left_out(left, result, policy)
-    swept_reason = f"{swept(result, target.base_sha)}{note} {clock.summary()}"
+    held_back_note, all_held = held_note(settings, run_id, result, held)
+    swept_reason = f"{swept(result, target.base_sha)}{note}{held_back_note} {clock.summary()}"
     move(settings, run_id, RunState.SWEPT, swept_reason)
-    if all_left_out is not None:
-        stop(settings, run_id, all_left_out)
-        return
+    for ended in (all_left_out, all_held):
+        if ended is not None:
+            stop(settings, run_id, ended)
+            return
     written = write_fixes(worktree, result)
     if isinstance(written, Stop):
         stop(settings, run_id, written)

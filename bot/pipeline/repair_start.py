@@ -91,3 +91,11 @@ def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunConte
         attempts=run.attempts,
         pr_number=report.pr_number,
     )
+
+
+def give_back_attempt(settings: Settings, run_id: int) -> None:
+    """Run ``run_id``'s attempt ended cleanly before its work was done (the GitHub write budget
+    was spent): it does not count towards the attempts that end a run."""
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get_one(RepairRun, run_id)
+        run.attempts = max(run.attempts - 1, 0)

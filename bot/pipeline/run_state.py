@@ -91,6 +91,7 @@ def record_publication(
                 pr_number=notice_pr,
                 fix=session.get_one(Fix, run.fix_id),
                 changed_fix=not isinstance(outcome, Linked),
+                failed_head=run.report.head_sha,
             )
 
 

@@ -1,4 +1,5 @@
-"""The base task: retries with backoff on transient errors, and a database session per call."""
+"""The base task: retries with backoff on transient errors (and when the GitHub write budget is
+spent, once a slot frees), and a database session per call."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.session import session_scope
+from bot.forges.github.outbox import NoSlot
 from bot.queue.celery_app import task_settings
 
 
@@ -42,4 +44,9 @@ class RepairbotTask(Task):  # type: ignore[misc]
             yield session
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except NoSlot as exc:
+            # The GitHub write budget is spent: come back when a slot frees, and give the
+            # worker to other work meanwhile (a sleep here held every repository behind it).
+            raise self.retry(countdown=exc.wait_s, max_retries=None) from exc

@@ -16,9 +16,8 @@ from bot.db.crud import move_run
 from bot.db.models import RepairRun, RunState
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
+from bot.pipeline.contract_triggers import queue_pull_check
 from bot.pipeline.repair_target import Target
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
 
 
 def reviewed_instead(settings: Settings, run_id: int, target: Target) -> bool:
@@ -38,5 +37,5 @@ def reviewed_instead(settings: Settings, run_id: int, target: Target) -> bool:
         move_run(
             session, run=session.get_one(RepairRun, run_id), to=RunState.SUGGESTED, reason=reason
         )
-        enqueue_after_commit(session, task_names.CONTRACT_CHECK, target.name, number)
+        queue_pull_check(session, target.name, number)
     return True

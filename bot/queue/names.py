@@ -17,5 +17,6 @@ APPLY_FIX: Final = "repairbot.apply_fix"  # /repairbot apply-fix: (invocation id
 PR_NOTICE: Final = "repairbot.pr_notice"  # a PR pipeline's run: its PR told of the fix
 PR_NOTICES_REFRESH: Final = "repairbot.pr_notices_refresh"  # a fix changed: (fix id)
 MERGE_OUTCOME: Final = "repairbot.merge_outcome"  # our fix merged from another head: (fix id)
+SEND_GITHUB_WRITE: Final = "repairbot.send_github_write"  # a deferred GitHub write: (row id)
 DISPATCH: Final = "repairbot.dispatch"  # several tasks of one name: (task name, [args, ...])
 REPAIR_QUEUE: Final = "repair"  # where every repairbot.* task goes unless routed elsewhere

@@ -19,6 +19,7 @@ READ_TIMEOUT_S = 2
 # connections were held for as long as the client liked (>= 30 s observed).
 CUT_OFF_WITHIN_S = 25
 STALLED = 40
+FORGED = "sha256=" + "0" * 64
 
 
 def _partial_post(port: int, path: str) -> socket.socket:
@@ -26,7 +27,10 @@ def _partial_post(port: int, path: str) -> socket.socket:
     conn = socket.create_connection(("127.0.0.1", port), timeout=CUT_OFF_WITHIN_S)
     conn.sendall(
         f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 10000\r\n\r\n"
+        "X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 10000\r\n"
+        # Signed (wrongly): only a body with a signature to check is read before its sender is
+        # authenticated, so only such a body can be dribbled.
+        f"X-Hub-Signature-256: {FORGED}\r\nX-Repairbot-Signature-256: {FORGED}\r\n\r\n"
         '{"zen": "z'.encode()
     )
     return conn
@@ -48,7 +52,11 @@ def _answer_then_close(conn: socket.socket) -> tuple[bytes, bool]:
 
 
 def test_stalled_bodies_are_cut_off_while_others_are_served(make_service):
-    service = make_service(read_timeout_s=str(READ_TIMEOUT_S), embedded_worker="false")
+    service = make_service(
+        read_timeout_s=str(READ_TIMEOUT_S),
+        embedded_worker="false",
+        ci_hmac_secret="ci-hmac-secret-0123456789",
+    )
     service.start_api()
     paths = ["/webhooks/github", "/api/v1/ci-failures"]
     stalled = [_partial_post(service.port, paths[i % 2]) for i in range(STALLED)]
@@ -79,7 +87,11 @@ def test_stalled_bodies_are_cut_off_while_others_are_served(make_service):
 
 
 def test_a_body_dribbled_a_byte_at_a_time_is_cut_off_too(make_service):
-    service = make_service(read_timeout_s=str(READ_TIMEOUT_S), embedded_worker="false")
+    service = make_service(
+        read_timeout_s=str(READ_TIMEOUT_S),
+        embedded_worker="false",
+        ci_hmac_secret="ci-hmac-secret-0123456789",
+    )
     service.start_api()
     conn = _partial_post(service.port, "/webhooks/github")
     sent = threading.Event()
@@ -127,7 +139,11 @@ def _dribble(conn: socket.socket, data: bytes, stop: threading.Event) -> threadi
 
 @pytest.mark.parametrize("keep_alive", [False, True], ids=["first-request", "keep-alive"])
 def test_headers_dribbled_a_byte_at_a_time_are_cut_off(make_service, keep_alive):
-    service = make_service(read_timeout_s=str(READ_TIMEOUT_S), embedded_worker="false")
+    service = make_service(
+        read_timeout_s=str(READ_TIMEOUT_S),
+        embedded_worker="false",
+        ci_hmac_secret="ci-hmac-secret-0123456789",
+    )
     service.start_api()
     conn = socket.create_connection(("127.0.0.1", service.port), timeout=CUT_OFF_WITHIN_S)
     if keep_alive:  # one complete request first; the deadline then applies to the next one

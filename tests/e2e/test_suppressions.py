@@ -86,6 +86,8 @@ def test_a_fix_closed_by_a_human_holds_its_violations(service, github_api, faili
         time.sleep(0.2)
     [row] = _suppressions(service)
     assert row.lifted_by == "maintainer" and row.lifted_at is not None
+    # The replies are deferred writes, sent by their own tasks: the PR may come first.
+    _wait(lambda: sum(r.startswith("@") for r in replies()) == 2, service)
     said = replies()
     assert any("@dave Sorry" in r and "`read` access" in r for r in said), said
     assert any("repairing run" in r and "a new PR follows" in r for r in said), said
@@ -123,3 +125,46 @@ def test_a_reverted_fix_is_not_applied_again(service, github_api, failing, tmp_p
     [row] = _suppressions(service)
     assert (row.reason, row.fix_id, row.held_runs) == ("reverted", fix["id"], 1)
     assert "was merged, then reverted" in page and reverted[:12] in page
+
+
+def test_a_larger_violation_set_never_brings_a_suppressed_fix_back(
+    service, github_api, failing, tmp_path
+):
+    with service.client() as client:
+        wait_for_runs(client, _post(client, failing, 1)["url"], timeout_s=180)
+        [fix] = client.get("/api/v1/fixes").json()
+    service.webhook("pull_request", _closed_by(github_api, fix["number"], "carol", merged=False),
+                    "close-1")  # fmt: skip
+    _wait(lambda: len(_suppressions(service)) == 1, service)
+
+    # One more violation lands on main: the violation set (and its key) is new.
+    checkout = tmp_path / "dev"
+    subprocess.run(["git", "clone", "--quiet", str(github_api.repos[REPO].path), str(checkout)],
+                   check=True)  # fmt: skip
+    (checkout / "legacy_spec" / "late.py").write_text(LATE_WORKER)
+    git(checkout, "add", "--all")
+    git(checkout, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm",
+        "Add LateWorker")  # fmt: skip
+    git(checkout, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    head = git(checkout, "rev-parse", "HEAD").strip()
+
+    with service.client() as client:
+        report = wait_for_runs(
+            client, _post(client, (failing[0], head, failing[2]), 2)["url"], timeout_s=240
+        )
+        fixes = client.get("/api/v1/fixes").json()
+    assert [run["state"] for run in report["runs"]] == ["pr_opened"], service.logs()
+    [new] = [f for f in fixes if f["id"] != fix["id"]]
+    assert new["files"] == ["legacy_spec/late.py"]  # the suppressed violations stay held
+    assert not set(fix["files"]) & set(new["files"])
+    [run] = report["runs"]
+    assert "held back" in " ".join(t["reason"] for t in run["transitions"])
+
+
+LATE_WORKER = (
+    "from runtime.speculative.interface import SpecWorkerBase\n"
+    "\n\n"
+    "class LateWorker(SpecWorkerBase):\n"
+    "    def forward(self, *args, **kwargs):\n"
+    "        return None\n"
+)

@@ -16,7 +16,8 @@ WEB = "https://github.com"
 PUBLIC_API = "https://api.github.com"
 # When the double's repositories were "created" on GitHub: a fixed, plausible past moment.
 CREATED = "2024-01-15T09:30:00Z"
-ASSOCIATION = {"admin": "COLLABORATOR", "maintain": "COLLABORATOR", "write": "COLLABORATOR"}
+# GitHub calls anyone invited to the repository a collaborator, whatever their permission.
+ASSOCIATION = {role: "COLLABORATOR" for role in ("admin", "maintain", "write", "triage", "read")}
 REACTIONS = ("+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
 
 

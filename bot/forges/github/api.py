@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 from uuid import uuid4
 
 from github import GithubException
@@ -24,19 +24,13 @@ from bot.db.models import Fix, FixComment
 from bot.forges.base import StatusState
 from bot.forges.github import retry
 from bot.forges.github.client import github_session
-from bot.forges.github.outbox import Written, write_once
+from bot.forges.github.outbox import Written, defer, write_once
 from bot.forges.github.pulls import PullInfo, PullState
+from bot.forges.github.write_ops import comment_text, write_operations
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-STATUS_DESCRIPTION_MAX = 140
-COMMENT_MAX = 65_000
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
-
-
-def comment_marker(key: str) -> str:
-    """The hidden marker a comment posted under ``key`` carries (found again by it)."""
-    return f"<!-- repairbot:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
 
 
 def _pull_written(pull: PullRequest) -> Written:
@@ -201,7 +195,6 @@ class GitHubApi:
 
         return write_once(
             self.settings,
-            session=None,
             key=key,
             kind="pull",
             repository=repository,
@@ -209,6 +202,30 @@ class GitHubApi:
             post=post,
             find=find,
         )
+
+    @overload
+    def post_comment(
+        self,
+        session: None,
+        repository: str,
+        number: int,
+        body: str,
+        *,
+        key: str,
+        marked: bool = True,
+    ) -> Written: ...
+
+    @overload
+    def post_comment(
+        self,
+        session: Session,
+        repository: str,
+        number: int,
+        body: str,
+        *,
+        key: str,
+        marked: bool = True,
+    ) -> None: ...
 
     def post_comment(
         self,
@@ -219,54 +236,20 @@ class GitHubApi:
         *,
         key: str,
         marked: bool = True,
-    ) -> Written:
-        """Comment on issue/PR ``number`` once per ``key``, found again by a hidden marker; with
-        ``marked=False`` posted exactly as given (a command another bot parses whole, such as
-        a re-run command) and found again by its exact text."""
-        marker = comment_marker(key)
-        text = body[:COMMENT_MAX] + (f"\n\n{marker}" if marked else "")
-
-        def ours(comment_body: str) -> bool:
-            return marker in comment_body if marked else comment_body.strip() == text.strip()
-
-        def find() -> Written | None:
-            def lookup() -> Written | None:
-                for comment in self.repo(repository).get_issue(number).get_comments():
-                    if not ours(comment.body or ""):
-                        continue
-                    if self.is_own_login(comment.user.login if comment.user else ""):
-                        return Written(str(comment.id), comment.html_url, fresh=True)
-                    log.warning(
-                        "%s#%s: comment %s by %s looks like ours (key %s); ignored",
-                        repository, number, comment.id,
-                        comment.user.login if comment.user else "?", key,
-                    )  # fmt: skip
-                return None
-
-            return self._read(lookup)
-
-        def post() -> Written:
-            comment = self.repo(repository).get_issue(number).create_comment(text)
-            return Written(str(comment.id), comment.html_url, fresh=True)
-
-        return write_once(
-            self.settings,
-            session=session,
-            look_first=session is not None,
-            key=key,
-            kind="comment",
-            repository=repository,
-            target=str(number),
-            post=post,
-            find=find,
-        )
+    ) -> Written | None:
+        """Comment on issue/PR ``number`` once per ``key``, found again by a hidden marker (and
+        the bot's login); with ``marked=False`` posted exactly as given (a command another bot
+        parses whole, such as a re-run command) and found again by its exact text. With a
+        ``session`` the comment is deferred: sent once that transaction commits (None)."""
+        request = {"number": number, "body": body, "marked": marked}
+        return self._write(session, key, "comment", repository, str(number), request)
 
     def edit_comment(
         self, repository: str, number: int, comment_id: int, body: str, *, key: str
     ) -> None:
         """Replace the text of a comment posted by ``post_comment`` with ``key`` (its hidden
         marker kept, so it is still found); the same edit twice is harmless, so a plain retry."""
-        text = body[:COMMENT_MAX] + f"\n\n{comment_marker(key)}"
+        text = comment_text(key, body, marked=True)
         self._read(
             lambda: self.repo(repository).get_issue(number).get_comment(comment_id).edit(text)
         )
@@ -274,25 +257,12 @@ class GitHubApi:
     def react(
         self, session: Session | None, repository: str, number: int, comment_id: int, content: str
     ) -> None:
-        """Add a reaction to a comment (GitHub itself makes this idempotent)."""
+        """Add a reaction to a comment (deferred with a ``session``, as ``post_comment``)."""
         if content not in REACTIONS:
             raise ValueError(f"unknown reaction {content!r}")
-
-        def post() -> Written:
-            issue = self.repo(repository).get_issue(number)
-            reaction = issue.get_comment(comment_id).create_reaction(content)
-            return Written(str(reaction.id), None, fresh=True)
-
-        write_once(
-            self.settings,
-            session=session,
-            key=f"reaction:{repository}:{comment_id}:{content}",
-            kind="reaction",
-            repository=repository,
-            target=str(comment_id),
-            post=post,
-            find=lambda: None,
-        )
+        request = {"number": number, "comment_id": comment_id, "content": content}
+        key = f"reaction:{repository}:{comment_id}:{content}"
+        self._write(session, key, "reaction", repository, str(comment_id), request)
 
     def close_pull(self, repository: str, number: int) -> None:
         """Close a PR (closing a closed PR is harmless, so a plain retry is safe)."""
@@ -309,32 +279,57 @@ class GitHubApi:
         description: str,
         target_url: str | None,
     ) -> None:
-        """Set a commit status (statuses work with any token).
+        """Set a commit status (statuses work with any token; deferred with a ``session``).
 
         Each call is a new write (counted against the cap): setting the same status twice is
         harmless, and a later status with the same text must still replace a different one.
         """
+        request = {
+            "sha": sha,
+            "state": state,
+            "context": context,
+            "description": description,
+            "target_url": target_url,
+        }
+        self._write(session, f"status:{uuid4().hex}", "status", repository, sha, request)
 
-        def post() -> Written:
-            commit = self.repo(repository).get_commit(sha)
-            made = commit.create_status(
-                state=state,
-                context=context,
-                description=description[:STATUS_DESCRIPTION_MAX],
-                **({"target_url": target_url} if target_url else {}),
+    # ----- the outbox ----------------------------------------------------------------------
+    def _write(
+        self,
+        session: Session | None,
+        key: str,
+        kind: str,
+        repository: str,
+        target: str,
+        request: dict[str, Any],
+        *,
+        wait: bool = False,
+    ) -> Written | None:
+        """Defer the write into ``session``'s transaction, or send it now (``outbox``)."""
+        if session is not None:
+            defer(
+                session, key=key, kind=kind, repository=repository, target=target, request=request
             )
-            return Written(str(made.id), target_url, fresh=True)
-
-        write_once(
+            return None
+        post, find = write_operations(self, kind, repository, key, request)
+        return write_once(
             self.settings,
-            session=session,
-            key=f"status:{uuid4().hex}",
-            kind="status",
+            key=key,
+            kind=kind,
             repository=repository,
-            target=sha,
+            target=target,
             post=post,
-            find=lambda: None,
+            find=find,
+            wait=wait,
         )
+
+    def send_deferred(
+        self, key: str, kind: str, repository: str, target: str, request: dict[str, Any]
+    ) -> Written:
+        """Send a deferred write now, without waiting for a slot (``NoSlot`` when none)."""
+        written = self._write(None, key, kind, repository, target, request)
+        assert written is not None
+        return written
 
     # ----- the Forge protocol --------------------------------------------------------------
     def comment(self, session: Session, fix: Fix, body: str, *, key: str | None = None) -> None:
@@ -342,10 +337,15 @@ class GitHubApi:
         if fix.number is None:
             raise ValueError(f"fix #{fix.id} has no PR on GitHub yet")
         digest = hashlib.sha256(body.encode()).hexdigest()[:24]
-        written = self.post_comment(
-            session, fix.repository, fix.number, body, key=key or f"comment:{fix.id}:{digest}"
-        )
-        if written.fresh:
+        request = {"number": fix.number, "body": body, "marked": True}
+        if defer(
+            session,
+            key=key or f"comment:{fix.id}:{digest}",
+            kind="comment",
+            repository=fix.repository,
+            target=str(fix.number),
+            request=request,
+        ):
             session.add(FixComment(fix_id=fix.id, kind="comment", body=body))
 
     def set_status(

@@ -73,6 +73,9 @@ class CommentEvent:
     login: str
     user_type: str
     pr_author: str = ""  # who opened the PR (``issue.user.login``)
+    # GitHub's word for the author's relation to the repository (``comment.author_association``):
+    # enough to budget replies to strangers, never to authorise a command (that asks GitHub).
+    association: str = "NONE"
 
 
 def comment_event(payload: dict[str, Any]) -> CommentEvent | None:
@@ -93,7 +96,10 @@ def comment_event(payload: dict[str, Any]) -> CommentEvent | None:
     assert action and repository and number and comment_id and login and body is not None
     user_type = _str(payload, "comment", "user", "type") or "User"
     pr_author = _str(payload, "issue", "user", "login") or ""
-    return CommentEvent(action, repository, number, comment_id, body, login, user_type, pr_author)
+    association = _str(payload, "comment", "author_association") or "NONE"
+    return CommentEvent(
+        action, repository, number, comment_id, body, login, user_type, pr_author, association
+    )
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,7 @@ class PullRequestEvent:
     sender: str = ""  # who did it (the one who closed it, for ``closed``)
     labels: tuple[str, ...] | None = None  # the PR's labels after the event (None: not sent)
     label: str | None = None  # the label a ``labeled`` / ``unlabeled`` event added or removed
+    base_sha: str | None = None  # the base branch's head when the event was sent
 
 
 def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
@@ -144,6 +151,7 @@ def pull_request_event(payload: dict[str, Any]) -> PullRequestEvent | None:
         sender=_str(payload, "sender", "login") or "",
         labels=_labels(_get(pull, "labels")),
         label=_str(payload, "label", "name"),
+        base_sha=_str(pull, "base", "sha"),
     )
 
 

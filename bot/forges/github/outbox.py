@@ -1,22 +1,37 @@
-"""Content creation on GitHub exactly once, and under the per-minute cap.
+"""Content creation on GitHub exactly once, under the per-minute cap, and never inside a
+transaction that holds a lock.
 
-Before a PR, comment, status or reaction is created, a ``github_writes`` row with a stable key is
-committed. The row's ``remote_id`` says the write landed. A later attempt with the same key (a
-task retried after a crash, a redelivered webhook) returns the recorded result; one whose row has
-no result yet first looks on GitHub (``find``) before posting again. The rows of the last minute
-are also the content-creation rate, shared by every process on the database.
+Before a PR, comment, status or reaction is created, a ``github_writes`` row with a stable key
+is committed. The row's ``remote_id`` says the write landed. A later attempt with the same key
+(a task retried after a crash, a redelivered webhook) returns the recorded result; one whose
+row has no result yet first looks on GitHub (``find``) before posting again.
+
+**Deferred writes.** A write asked for inside a caller's transaction (a webhook's handling, a
+verdict being recorded) is only recorded there: its row holds the request (``defer``), and once
+the transaction commits the ``repairbot.send_github_write`` task sends it. Waiting for GitHub or
+for a slot under the cap therefore never holds a database lock: on SQLite a delivery's
+``BEGIN IMMEDIATE`` is the one write lock of the whole service, and comment spam that used up
+the cap once kept it for minutes (issue 36). The reconciler re-sends deferred writes whose task
+was lost.
+
+**The cap.** Each write reserves a slot before it is sent: ``slot_at`` set on its row in a short
+transaction that counts the slots of the last minute (serialised: SQLite's write lock, an
+advisory lock on PostgreSQL), so every process shares one budget of
+``github_writes_per_minute``. Without a slot the write raises ``NoSlot`` and its task is
+retried when one frees: a worker never sleeps on a spent budget while other repositories' work
+waits behind it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -25,8 +40,12 @@ from bot.db.github_writes import GitHubWrite
 from bot.db.models import utcnow
 from bot.db.session import session_scope
 from bot.forges.github import retry
+from bot.queue import names as task_names
+from bot.queue.enqueue import enqueue_after_commit
 
 KEY_CHARS = 200  # github_writes.key
+WINDOW_S = 60.0
+_SLOT_LOCK = 7_312_026  # pg_advisory_xact_lock's key for slot reservations
 
 
 @dataclass(frozen=True)
@@ -38,55 +57,12 @@ class Written:
     fresh: bool
 
 
-def _claim(session: Session, key: str, kind: str, repository: str, target: str) -> Written | bool:
-    """The recorded result (Written), True when an earlier attempt left no result, else False."""
-    row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
-    if row is not None:
-        if row.remote_id is not None:
-            return Written(row.remote_id, row.remote_url, fresh=False)
-        return True
-    try:
-        with session.begin_nested():
-            session.add(GitHubWrite(key=key, kind=kind, repository=repository, target=target[:200]))
-    except IntegrityError:
-        return True
-    return False
+class NoSlot(RuntimeError):
+    """Every slot of the last minute is taken; one frees in ``wait_s`` seconds."""
 
-
-def _record(session: Session, key: str, written: Written) -> None:
-    row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
-    if row is not None:
-        row.remote_id, row.remote_url, row.done_at = written.remote_id, written.url, utcnow()
-
-
-def writes_in_last_minute(session: Session) -> int:
-    """Content-creating requests recorded in the last 60 seconds (all processes)."""
-    since = utcnow() - timedelta(seconds=60)
-    count = session.scalar(
-        select(func.count(GitHubWrite.id)).where(GitHubWrite.created_at >= since)
-    )
-    return int(count or 0)
-
-
-@contextmanager
-def _using(settings: Settings, session: Session | None) -> Iterator[Session]:
-    """The caller's session (its transaction commits our rows), else a short one of our own."""
-    if session is not None:
-        yield session
-        return
-    with session_scope(settings.resolved_database_url) as own:
-        yield own
-
-
-def wait_for_slot(
-    settings: Settings, session: Session | None, sleep: Callable[[float], None] = time.sleep
-) -> None:
-    """Block until one more write keeps us under ``github_writes_per_minute``."""
-    while True:
-        with _using(settings, session) as current:
-            if writes_in_last_minute(current) <= settings.github_writes_per_minute:
-                return
-        sleep(1.0)
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"the GitHub write budget is spent: a slot frees in {wait_s:.0f}s")
+        self.wait_s = wait_s
 
 
 def stored_key(key: str) -> str:
@@ -97,36 +73,134 @@ def stored_key(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def writes_in_last_minute(session: Session) -> int:
+    """Slots reserved in the last 60 seconds (all processes): the content-creation rate."""
+    since = utcnow() - timedelta(seconds=WINDOW_S)
+    count = session.scalar(select(func.count(GitHubWrite.id)).where(GitHubWrite.slot_at >= since))
+    return int(count or 0)
+
+
+def defer(
+    session: Session,
+    *,
+    key: str,
+    kind: str,
+    repository: str,
+    target: str,
+    request: dict[str, Any],
+) -> bool:
+    """Record a write to send once ``session`` commits (the send task's work); False when a
+    write with this key was recorded before (it is sent, or being sent, once)."""
+    key = stored_key(key)
+    if session.scalar(select(GitHubWrite.id).where(GitHubWrite.key == key)) is not None:
+        return False
+    row = GitHubWrite(
+        key=key,
+        kind=kind,
+        repository=repository,
+        target=target[:200],
+        request=request,
+        sent_at=utcnow(),
+    )
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:  # recorded by another transaction meanwhile
+        return False
+    enqueue_after_commit(session, task_names.SEND_GITHUB_WRITE, row.id)
+    return True
+
+
+def _claim(settings: Settings, key: str, kind: str, repository: str, target: str) -> Written | bool:
+    """The recorded result (Written); True when an earlier attempt took a slot and left no
+    result (it may have landed); else False (never sent: a new row, or a deferred one)."""
+    with session_scope(settings.resolved_database_url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        if row is not None:
+            if row.remote_id is not None:
+                return Written(row.remote_id, row.remote_url, fresh=False)
+            return row.slot_at is not None
+        try:
+            with session.begin_nested():
+                session.add(GitHubWrite(key=key, kind=kind, repository=repository, target=target))
+        except IntegrityError:
+            return True
+        return False
+
+
+def _record(settings: Settings, key: str, written: Written) -> None:
+    with session_scope(settings.resolved_database_url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        if row is not None:
+            row.remote_id, row.remote_url, row.done_at = written.remote_id, written.url, utcnow()
+            row.error = None
+
+
+def reserve_slot(settings: Settings, key: str) -> float:
+    """Reserve a slot under the cap for the write ``key``: 0 when this call took one, else how
+    many seconds to wait: until the oldest slot of the window frees, or, when ``key`` already
+    holds a slot of the last minute (another attempt is sending it, or died doing so), until
+    that one expires (then a ``find`` tells whether it landed)."""
+    with session_scope(settings.resolved_database_url) as session:
+        if session.get_bind().dialect.name == "postgresql":
+            session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SLOT_LOCK})
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        if row is None:
+            raise ValueError(f"no write recorded under {key!r}")
+        now = utcnow()
+        window = now - timedelta(seconds=WINDOW_S)
+        if row.slot_at is not None and _aware(row.slot_at) >= window:
+            return max((_aware(row.slot_at) - window).total_seconds(), 0.05)
+        if writes_in_last_minute(session) < settings.github_writes_per_minute:
+            row.slot_at = now
+            return 0.0
+        oldest = session.scalar(
+            select(func.min(GitHubWrite.slot_at)).where(GitHubWrite.slot_at >= window)
+        )
+        frees = (_aware(oldest) - window).total_seconds() if oldest is not None else 1.0
+        return max(frees, 0.05)
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; they were stored as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def write_once(
     settings: Settings,
     *,
-    session: Session | None,
     key: str,
     kind: str,
     repository: str,
     target: str,
     post: Callable[[], Written],
     find: Callable[[], Written | None],
-    look_first: bool = False,
+    wait: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Written:
-    """Create something on GitHub at most once per ``key`` (see the module docstring).
+    """Create something on GitHub at most once per ``key`` (see the module docstring), outside
+    any transaction: each database step is a short one of its own.
 
-    With the caller's ``session`` the row commits with the caller's transaction (SQLite allows
-    one writer: a second transaction would wait for the caller's forever); a rolled-back caller
-    loses the row, so ``look_first`` asks GitHub before posting for writes that can be found.
+    No slot under the cap: ``NoSlot`` (a task is retried when one frees, so a spent budget never
+    holds a worker: ``bot.pipeline.task_base``); with ``wait``, sleep until one frees instead.
     """
     key = stored_key(key)
-    with _using(settings, session) as current:
-        claimed = _claim(current, key, kind, repository, target)
-    if isinstance(claimed, Written):
-        return claimed
-    if claimed is True or look_first:
-        found = find()
-        if found is not None:
-            with _using(settings, session) as current:
-                _record(current, key, found)
-            return found
-    wait_for_slot(settings, session)
+    while True:
+        claimed = _claim(settings, key, kind, repository, target[:200])
+        if isinstance(claimed, Written):
+            return claimed
+        if claimed is True:  # an earlier attempt left no result: did it land after all?
+            found = find()
+            if found is not None:
+                _record(settings, key, found)
+                return found
+        wait_s = reserve_slot(settings, key)
+        if wait_s <= 0:
+            break
+        if not wait:
+            raise NoSlot(wait_s)
+        sleep(min(wait_s, WINDOW_S))
     written = retry.call(
         post,
         attempts=settings.github_retry_attempts,
@@ -134,6 +208,13 @@ def write_once(
         max_wait_s=settings.github_max_wait_s,
         reconcile=find,
     )
-    with _using(settings, session) as current:
-        _record(current, key, written)
+    _record(settings, key, written)
     return written
+
+
+def record_failure(settings: Settings, key: str, error: str) -> None:
+    """A deferred write GitHub refused for good (a 4xx): kept with the reason, never re-sent."""
+    with session_scope(settings.resolved_database_url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        if row is not None:
+            row.error = error[:2000]

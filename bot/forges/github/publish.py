@@ -244,7 +244,11 @@ def _push_new_fixes(
             f"PR #{pr.number}; fix them by hand or close the PR"
         )
         return Linked(pr.fix_id, pr.url, why)
-    result = fix(worktree, [c.contract], imports=True)
+    # Only the candidate's violations: never one a suppression holds back (it is not among them).
+    wanted = set(c.violation_keys)
+    result = fix(
+        worktree, [c.contract], imports=True, held=lambda v: violation_key(v) not in wanted
+    )
     written = write_changes(worktree, result) if result.changes else []
     if not written:
         return Linked(pr.fix_id, pr.url, f"PR #{pr.number} already fixes every violation found")

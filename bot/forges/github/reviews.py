@@ -25,7 +25,6 @@ from github.Commit import Commit
 from github.PullRequest import PullRequest, ReviewComment
 from github.PullRequestComment import PullRequestComment
 from github.PullRequestReview import PullRequestReview
-from sqlalchemy.orm import Session
 
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.outbox import Written, write_once
@@ -60,7 +59,6 @@ class _Ours:
 class _Sync:
     """One sync's context: where it writes, and the PR it reads."""
 
-    session: Session | None
     api: GitHubApi
     repository: str
     pull: PullRequest
@@ -74,7 +72,6 @@ class _Sync:
 
         write_once(
             self.api.settings,
-            session=self.session,
             key=f"{kind}:{uuid4().hex}",
             kind=kind,
             repository=self.repository,
@@ -228,8 +225,6 @@ def _create(sync: _Sync, plan: ReviewPlan) -> Written:
         key = f"review:{hashlib.sha256(key.encode()).hexdigest()}"
     return write_once(
         sync.api.settings,
-        session=sync.session,
-        look_first=sync.session is not None,
         key=key,
         kind="review",
         repository=sync.repository,
@@ -256,18 +251,13 @@ def _submit(
     )
 
 
-def sync_contract_review(
-    session: Session | None, api: GitHubApi, repository: str, number: int, plan: ReviewPlan
-) -> str:
+def sync_contract_review(api: GitHubApi, repository: str, number: int, plan: ReviewPlan) -> str:
     """Bring our contract review of PR ``number`` in line with ``plan``; says what it did.
-
-    With ``session`` the outbox rows commit with the caller's transaction (see
-    ``bot.forges.github.outbox.write_once``).
-    """
+    Called outside any transaction: each outbox write commits its own row."""
     pull = api.read(lambda: api.repo(repository).get_pull(number))
     if _is_own(api, pull):
         return f"not reviewing #{number}: it is repairbot's own PR (never reviewed by the bot)"
-    sync = _Sync(session, api, repository, pull)
+    sync = _Sync(api, repository, pull)
     ours = sync.ours()
     if plan.clean:
         return _resolve(sync, ours, plan.head_sha)

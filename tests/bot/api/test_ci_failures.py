@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -265,3 +268,85 @@ def test_the_openapi_document_lists_the_parameters_the_route_reads(client):
     names = {(p["in"], p["name"]) for p in operation["parameters"]}
     assert {("query", "format"), ("query", "build_number"), ("header", "Idempotency-Key")} <= names
     assert "$ref" not in json.dumps(operation["parameters"])
+
+
+# ---- issue 36, item 3: credentials are checked before the body is read -------------------------
+class CountingBody:
+    """A request body in 64 KiB chunks that counts the bytes the app asked for: through the ASGI
+    transport, a chunk is produced only when the app's ``receive()`` wants it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.read = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.data), 64 * 1024):
+            chunk = self.data[start : start + 64 * 1024]
+            self.read += len(chunk)
+            yield chunk
+
+
+def _post_streamed(app, body: CountingBody, headers: dict[str, str], query: str = ""):
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post(f"/api/v1/ci-failures{query}", content=body, headers=headers)
+
+    return asyncio.run(post())
+
+
+BIG_LOG = CONSOLE * (1024 * 1024 // len(CONSOLE) + 1)  # about 1 MiB: 16 chunks or more
+
+
+@pytest.mark.parametrize(
+    ("headers", "query"),
+    [
+        ({}, ""),
+        ({"Authorization": "Bearer wrong"}, ""),
+        ({"Authorization": CI_TOKEN}, ""),  # no "Bearer "
+        # The shared token for a pipeline that has its own.
+        (AUTH, "?pipeline=nightly"),
+        # A signature, but no HMAC key configured: nothing could check it.
+        ({"X-Repairbot-Signature-256": "sha256=" + "0" * 64}, ""),
+    ],
+    ids=["none", "wrong", "not-bearer", "other-pipelines-token", "hmac-unconfigured"],
+)
+def test_unauthenticated_posts_are_401_before_a_byte_of_the_body_is_read(tmp_path, headers, query):
+    from tests.conftest import make_settings
+
+    settings = make_settings(
+        tmp_path / "d", ci_pipeline_tokens={"nightly": "nightly-token-0123456789"}
+    )
+    body = CountingBody(BIG_LOG)
+    response = _post_streamed(create_app(settings), body, headers, query)
+    assert response.status_code == 401
+    assert response.headers["connection"] == "close"  # the unread rest is not drained
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert body.read == 0
+
+
+def test_an_authenticated_post_is_read_whole(settings):
+    body = CountingBody(BIG_LOG)
+    response = _post_streamed(create_app(settings), body, AUTH, "?pipeline=p&build_number=1")
+    assert response.status_code == 202, response.text
+    assert body.read == len(BIG_LOG)
+
+
+def test_an_hmac_post_is_read_then_checked(tmp_path):
+    from bot.db.migrate import upgrade
+    from tests.conftest import make_settings
+
+    key = b"ci-hmac-secret-0123456789"
+    settings = make_settings(tmp_path / "d", ci_hmac_secret=key.decode())
+    upgrade(settings.resolved_database_url)
+    app = create_app(settings)
+    # A wrong bearer token does not stop a good HMAC: either credential will do.
+    good = CountingBody(BIG_LOG)
+    headers = {"Authorization": "Bearer wrong", "X-Repairbot-Signature-256": sign(key, BIG_LOG)}
+    response = _post_streamed(app, good, headers, "?pipeline=p&build_number=1")
+    assert response.status_code == 202, response.text
+    assert good.read == len(BIG_LOG)
+    forged = CountingBody(BIG_LOG + b"tampered")
+    response = _post_streamed(app, forged, {"X-Repairbot-Signature-256": sign(key, BIG_LOG)})
+    assert response.status_code == 401 and forged.read == len(BIG_LOG) + len(b"tampered")
+    assert _counts(settings) == (1, 1)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -166,3 +169,63 @@ def test_many_deliveries_with_duplicates_and_forgeries(client, settings):
         stored = session.scalar(select(func.count(Delivery.id)))
     assert stored == len(sent_valid)
     assert _broker_messages(settings) == len(sent_valid)
+
+
+# ---- issue 36, item 3: no signature, no read ---------------------------------------------------
+class CountingBody:
+    """A request body in 64 KiB chunks that counts the bytes the app asked for: through the ASGI
+    transport, a chunk is produced only when the app's ``receive()`` wants it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.read = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.data), 64 * 1024):
+            chunk = self.data[start : start + 64 * 1024]
+            self.read += len(chunk)
+            yield chunk
+
+
+def _post_streamed(settings, body: CountingBody, headers: dict[str, str]) -> httpx.Response:
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_app(settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post("/webhooks/github", content=body, headers=headers)
+
+    return asyncio.run(post())
+
+
+DELIVERY = json.dumps({"action": "opened", "issue": {"body": "x" * 1024 * 1024}}).encode()
+EVENT_HEADERS = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "d-9"}
+
+
+@pytest.mark.parametrize("signature", [None, ""])
+def test_a_delivery_without_a_signature_is_401_before_its_body_is_read(settings, signature):
+    body = CountingBody(DELIVERY)
+    headers = EVENT_HEADERS | ({} if signature is None else {"X-Hub-Signature-256": signature})
+    response = _post_streamed(settings, body, headers)
+    assert response.status_code == 401 and "X-Hub-Signature-256" in response.json()["detail"]
+    assert response.headers["connection"] == "close"  # the unread rest is not drained
+    assert body.read == 0
+    assert _deliveries(settings) == []
+
+
+def test_a_signed_delivery_is_read_whole_to_check_it(settings):
+    forged = CountingBody(DELIVERY)
+    headers = EVENT_HEADERS | {"X-Hub-Signature-256": "sha256=" + "0" * 64}
+    assert _post_streamed(settings, forged, headers).status_code == 401
+    assert forged.read == len(DELIVERY)
+    signed = CountingBody(DELIVERY)
+    headers = EVENT_HEADERS | {"X-Hub-Signature-256": sign(SECRET.encode(), DELIVERY)}
+    assert _post_streamed(settings, signed, headers).status_code == 202
+    assert signed.read == len(DELIVERY)
+    assert [d.key for d in _deliveries(settings)] == ["github:d-9"]
+
+
+def test_a_signature_no_body_can_match_is_refused_before_the_body_is_read():
+    from bot.intake.webhook_auth import could_be_valid
+
+    assert could_be_valid("sha256=" + "ab" * 32) and could_be_valid(" sha256=" + "0" * 64 + " ")
+    for header in (None, "", "sha1=abc", "sha256=", "sha256=" + "0" * 63, "sha256=" + "g" * 64):
+        assert not could_be_valid(header), header

@@ -10,11 +10,9 @@ from sqlalchemy import select
 from bot.db.models import CommandInvocation
 from bot.db.opt_outs import PrOptOut
 from bot.db.session import session_scope
-from tests.bot.commands.test_dispatch_end_to_end import _replies, _say, fix_pr
+from tests.bot.commands.test_dispatch_end_to_end import _replies, _say
 from tests.bot.conftest import REPO
 from tests.fakes.github_git import git_out
-
-__all__ = ["fix_pr"]  # the fixture, shared with the dispatch tests
 
 
 @pytest.fixture
@@ -68,8 +66,15 @@ def test_who_may_opt_a_pr_out(gh_settings, github_api, human_pr, login, line, op
     rows = _rows(gh_settings)
     assert rows == ([(number, "command", login, None)] if opted else [])
     assert _outcomes(gh_settings) == [(login, "opt-out" if outcome != "invalid" else None, outcome)]
-    [reply] = _replies(repo, number)
-    assert said in reply, reply
+    with session_scope(gh_settings.resolved_database_url) as session:
+        [audit] = session.scalars(select(CommandInvocation)).all()
+        assert said in audit.reply, audit.reply
+    if outcome == "invalid":  # not a collaborator: a reaction, never an echo of their words
+        assert _replies(repo, number) == []
+        assert [r["content"] for r in repo.reactions] == ["confused"]
+    else:
+        [reply] = _replies(repo, number)
+        assert said in reply, reply
 
 
 def test_a_second_opt_out_says_who_did_it_first(gh_settings, github_api, human_pr):

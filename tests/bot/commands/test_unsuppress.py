@@ -18,11 +18,9 @@ from bot.db.models import (
 from bot.db.session import session_scope
 from bot.db.suppressions import suppress
 from bot.queue import names as task_names
-from tests.bot.commands.test_dispatch_end_to_end import _replies, _say, fix_pr
+from tests.bot.commands.test_dispatch_end_to_end import _replies, _say
 from tests.bot.dashboard import seed
 from tests.bot.intake.broker import sent_tasks
-
-__all__ = ["fix_pr"]  # the fixture, shared with the dispatch tests
 
 
 def _close_and_hold(settings, fix_id: int) -> int:
@@ -37,6 +35,7 @@ def _close_and_hold(settings, fix_id: int) -> int:
             reason=SuppressionReason.CLOSED_UNMERGED,
             decided_by="carol",
             fix_id=fix.id,
+            violation_keys=list(fix.violation_keys),
         )
         report = seed.report(session, n=7, repository=fix.repository)
         run = RepairRun(

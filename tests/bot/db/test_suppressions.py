@@ -30,6 +30,7 @@ def _suppress(session, fix, who: str) -> Suppression:
         reason=CLOSED,
         decided_by=who,
         fix_id=fix.id,
+        violation_keys=list(fix.violation_keys),
     )
 
 

@@ -6,13 +6,14 @@ a 302 to a signed blob URL, and the blob with a real-shaped Actions log of a rea
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from bot.db.models import CiFailure, Delivery
-from bot.db.session import session_scope
+from bot.db.session import read_scope, session_scope
 from bot.forges.github.job_logs import redirect_problem
 from bot.forges.github.retry import RateLimited
 from bot.intake.actions import ActionsJob, intake_actions_job
@@ -185,9 +186,10 @@ def test_a_long_rate_limit_is_left_to_a_later_retry_and_stores_nothing(
     job = github_api.add_actions_job(REPO, LOG)
     github_api.fault("GET", LOGS_PATH, rate_limit_reset_in=3600)
     parsed = ActionsJob(REPO, job.id, 1, job.name, "CI", None, None, "failure")
+    reading = partial(read_scope, actions_settings.resolved_database_url)
+    with pytest.raises(RateLimited, match="primary rate limit"):
+        intake_actions_job(actions_settings, reading, parsed)
     with session_scope(actions_settings.resolved_database_url) as session:
-        with pytest.raises(RateLimited, match="primary rate limit"):
-            intake_actions_job(session, actions_settings, parsed)
         assert session.scalars(select(CiFailure)).all() == []
     # No hammering: one request, and the delivery task is retried by Celery later.
     assert len(github_api.calls_to("GET", LOGS_PATH)) == 1

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from io import BytesIO
 from pathlib import Path
 
@@ -11,16 +12,16 @@ from sqlalchemy import func, select
 
 from bot.db.crud import insert_delivery
 from bot.db.models import CiFailure, Delivery
-from bot.db.session import session_scope
+from bot.db.session import read_scope, session_scope
 from bot.intake.ci_reports import (
     CiReport,
     Recording,
     ReportSource,
     delivery_key,
+    fetch_report,
     known_report,
     record_ci_report,
     record_ci_reports,
-    record_fetched,
 )
 from bot.queue import names as task_names
 from fixers.intake import Format, read_report
@@ -171,12 +172,9 @@ class Refused(ValueError):
 
 def test_a_fetched_document_that_does_not_parse_is_refused_and_nothing_is_stored(queued):
     source = ReportSource(pipeline="L0_MergeRequest_PR", build_number=11)
-    with (
-        pytest.raises(Refused, match=r"L0_MergeRequest_PR#11: "),
-        session_scope(queued.resolved_database_url) as session,
-    ):
-        record_fetched(
-            session,
+    with pytest.raises(Refused, match=r"L0_MergeRequest_PR#11: "):
+        fetch_report(
+            partial(read_scope, queued.resolved_database_url),
             source,
             label="L0_MergeRequest_PR#11",
             fetch=lambda: b"\xff{ not a testReport",
@@ -195,10 +193,18 @@ def test_a_known_report_is_not_fetched_again(queued):
         return LOG
 
     def record() -> str:
+        fetched_report = fetch_report(
+            partial(read_scope, queued.resolved_database_url),
+            source,
+            label="#12",
+            fetch=fetch,
+            format=Format.CONSOLE,
+            refused=Refused,
+        )
+        if isinstance(fetched_report, str):
+            return fetched_report
         with session_scope(queued.resolved_database_url) as session:
-            return record_fetched(
-                session, source, label="#12", fetch=fetch, format=Format.CONSOLE, refused=Refused
-            )
+            return fetched_report(session)
 
     assert record().startswith("report #")
     assert record() == "#12 is already known"

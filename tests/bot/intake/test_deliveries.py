@@ -82,3 +82,48 @@ def test_nothing_is_sent_when_the_transaction_rolls_back(queued):
 
 def test_every_event_a_handler_is_registered_for_is_handled():
     assert {handler.event for handler in HANDLERS} == HANDLED_EVENTS
+
+
+def test_a_flood_of_one_prs_head_is_stored_whole_and_sent_once(settings, task_settings):
+    """Deliveries of the same work (a PR's synchronize at one head) while one waits: each is
+    stored (nothing lost), only the first is sent to a worker; once it was processed, the next
+    is sent again."""
+    from sqlalchemy import select, update
+
+    from bot.db.models import Delivery
+    from bot.db.session import session_scope
+    from bot.intake.deliveries import (
+        DeliveryOutcome,
+        GitHubDelivery,
+        coalesce_key,
+        record_deliveries,
+    )
+    from tests.bot.intake.broker import sent_tasks
+
+    task_settings(settings)
+    payload = {
+        "action": "synchronize",
+        "repository": {"full_name": "acme/x"},
+        "pull_request": {"number": 7, "head": {"sha": "a" * 40}},
+    }
+    key = coalesce_key("pull_request", payload)
+    assert key == f"pull_request:acme/x#7:synchronize:{'a' * 40}"
+    assert coalesce_key("pull_request", {**payload, "action": "labeled"}) is None
+    assert coalesce_key("issues", payload) is None
+
+    def flood(ids: range) -> list[DeliveryOutcome]:
+        with session_scope(settings.resolved_database_url) as session:
+            batch = [
+                GitHubDelivery(f"d{i}", "pull_request", "synchronize", b"{}", key) for i in ids
+            ]
+            return [r.outcome for r in record_deliveries(session, batch)]
+
+    assert flood(range(3)) == [DeliveryOutcome.ACCEPTED] + [DeliveryOutcome.COALESCED] * 2
+    assert flood(range(3, 5)) == [DeliveryOutcome.COALESCED] * 2
+    assert len(sent_tasks(settings)) == 1
+    with session_scope(settings.resolved_database_url) as session:
+        assert len(session.scalars(select(Delivery)).all()) == 5
+        session.execute(
+            update(Delivery).where(Delivery.outcome == "stored").values(outcome="processed")
+        )
+    assert flood(range(5, 6)) == [DeliveryOutcome.ACCEPTED]

@@ -1,4 +1,5 @@
-"""Which deliveries queue contract checks: PR events, and pushes that change a contract.
+"""Which deliveries queue contract checks: PR events, and pushes that change a contract; a
+flood of one PR's events queues one check and asks GitHub nothing.
 
 Deliveries go through the webhook endpoint (signed) and ``process_delivery``; what was queued is
 read back from the test's filesystem broker.
@@ -8,14 +9,20 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, update
 
+from bot.db.contract_checks import ContractCheck, QueuedCheck
+from bot.db.models import Delivery, utcnow
+from bot.db.session import session_scope
+from bot.pipeline.contract_check import contract_check
 from bot.pipeline.contract_check_tree import forget_caches
 from bot.pipeline.contract_triggers import contract_changes, contract_recheck
+from bot.pipeline.reconcile import reconcile_once
 from bot.queue import names as task_names
 from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo, worker
 from tests.fakes.github_deliveries import deliver_and_process
@@ -249,3 +256,59 @@ def test_the_builtin_contract_gaining_its_guard_is_a_change(gh_settings, tmp_pat
 def _left_behind(settings) -> list[str]:
     root = settings.worktrees_dir
     return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+# ----- floods (issue 36): one queued check per PR, the reconciler waits for a backlog -------
+
+
+def _api_calls(github_api) -> int:
+    return len([c for c in github_api.calls if not c.path.startswith("/_blobs/")])
+
+
+def test_a_flood_of_one_head_queues_one_check_and_asks_github_nothing(
+    queued,
+    github_api,
+    spec_repo,
+):
+    number = _open(github_api, spec_repo, "work")
+    payload = github_api.pull_request_event(REPO, number, "synchronize")
+    before = _api_calls(github_api)
+    for i in range(40):
+        deliver_and_process(queued, "pull_request", payload, f"flood-{i}")
+    assert _checks_sent(queued) == [([REPO, number], None)]
+    assert _api_calls(github_api) == before  # no REST call, no fetch: the database answered
+    contract_check.apply(args=[REPO, number]).get()  # the one check runs
+    with session_scope(queued.resolved_database_url) as session:
+        assert session.scalars(select(QueuedCheck)).all() == []
+        [answer] = session.scalars(select(ContractCheck)).all()
+    # The same head again, answered, with the payload's base: nothing queued.
+    payload["pull_request"]["base"]["sha"] = answer.base_sha
+    _, notes = deliver_and_process(queued, "pull_request", payload, "flood-after")
+    assert any("was answered" in note for note in notes) and len(_checks_sent(queued)) == 1
+    # A new head: the next check.
+    payload["pull_request"]["head"]["sha"] = "f" * 40
+    deliver_and_process(queued, "pull_request", payload, "new-head")
+    assert len(_checks_sent(queued)) == 2
+
+
+def test_the_reconciler_waits_for_a_backlog_to_drain(queued, github_api, spec_repo):
+    number = _open(github_api, spec_repo, "work")
+    payload = github_api.pull_request_event(REPO, number, "opened")
+    deliver_and_process(queued, "pull_request", payload, "opened")
+    url = queued.resolved_database_url
+    with session_scope(url) as session:  # both look lost: old, unfinished
+        long_ago = utcnow() - timedelta(hours=1)
+        session.execute(update(QueuedCheck).values(queued_at=long_ago))
+        lost = Delivery(source="github", key="github:lost", event="ping", body=b"{}")
+        session.add(lost)
+        session.flush()
+        lost_id = lost.id
+        session.execute(update(Delivery).values(received_at=long_ago, dispatched_at=long_ago))
+    # The check's message still waits in the queue: nothing is sent again.
+    assert reconcile_once(queued) == 0
+    # The queue drains (a broker restart lost the messages) and the work is still unfinished.
+    for path in Path(queued.broker_transport_options["data_folder_in"]).glob("*.msg"):
+        path.unlink()
+    assert reconcile_once(queued) == 2
+    assert [args for args, _ in _sent(queued, task_names.PROCESS_DELIVERY)] == [[lost_id]]
+    assert _checks_sent(queued) == [([REPO, number], None)]

@@ -70,10 +70,10 @@ def _fix(session, head: str, *, forge: str = "github") -> Fix:
     return fix
 
 
-def _notice(settings, head: str, pr_number: int) -> int:
+def _notice(settings, head: str, pr_number: int, failed_head: str | None = None) -> int:
     with session_scope(settings.resolved_database_url) as session:
         fix = session.scalar(select(Fix).where(Fix.forge == "github")) or _fix(session, head)
-        notice = record_notice(session, pr_number=pr_number, fix=fix)
+        notice = record_notice(session, pr_number=pr_number, fix=fix, failed_head=failed_head)
         assert notice is not None
         session.flush()
         return notice.id
@@ -186,6 +186,34 @@ def test_the_rerun_command_goes_once_to_open_prs_where_the_base_configures_it(
     assert len(commands) == 1 and len(repo.comments[open_pr]) == 2
     assert [c["body"] for c in repo.comments[closed_pr] if c["body"] == "/bot run"] == []
     assert _row(gh_settings, notices[0]).rerun_comment_id == str(commands[0]["id"])
+
+
+def test_no_rerun_on_a_head_that_moved_since_it_failed_unless_a_writer_owns_it(
+    gh_settings, github_api, target, tmp_path
+):
+    repo, head = target
+    strangers = _human_pull(github_api, repo, head, "mallory/x")  # opened by "alice"
+    writers = _human_pull(github_api, repo, head, "writer/x")
+    repo.pulls[writers]["user"]["login"] = "wendy"
+    repo.permissions["wendy"] = "write"
+    notices = [_notice(gh_settings, head, n, failed_head="0" * 40) for n in (strangers, writers)]
+    [sync_notice(gh_settings, n) for n in notices]
+    fix_id = _set_fix(gh_settings, state=FixState.MERGED.value)
+    _configure_rerun(repo, tmp_path)
+
+    said = refresh_notices(gh_settings, fix_id)
+
+    assert (
+        f"PR #{strangers}: its head moved to {head[:12]} since it failed at 000000000000"
+        in (said[-2])
+    )
+    assert said[-1] == f"posted '/bot run' on PR #{writers}"
+    assert [c for c in repo.comments[strangers] if c["body"] == "/bot run"] == []
+    held = _row(gh_settings, notices[0])
+    assert held.rerun_held and held.rerun_comment_id is None
+    assert sync_notice(gh_settings, notices[0]) == "edited"  # the notice says why
+    [notice] = repo.comments[strangers]
+    assert "A maintainer must trigger this PR's CI." in notice["body"]
 
 
 def _sent(settings, name: str) -> list[list]:

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from bot.app import create_app
 from bot.cli.demo_target import build_target
 from bot.db.bot_events import BotEvent
+from bot.db.contract_checks import start_check
 from bot.db.models import Fix, RepairRun, RunState
 from bot.db.session import session_scope
 from bot.forges.github.events import PullRequestEvent
@@ -193,6 +194,8 @@ def test_bot_pushes_onto_a_humans_pr_queue_checks_only_within_the_budget(
         payload["pull_request"]["head"]["sha"] = f"{i:040x}"  # a new push each time
         payload["sender"]["login"] = sender
         notes.append(deliver_and_process(settings, "pull_request", payload, f"sync-{i}")[1])
+        with session_scope(settings.resolved_database_url) as session:  # the worker takes it
+            start_check(session, repository=SPEC_REPO, number=number)
     # Every human push is checked; the bot's only while its PR has budget (2 of 4).
     assert len(_checks_sent(settings)) == 2 + 2
     said = [note for delivery in notes for note in delivery]

@@ -9,13 +9,14 @@ from pydantic import SecretStr
 from bot.db.github_writes import GitHubWrite
 from bot.db.models import Fix, FixComment
 from bot.db.session import session_scope
-from bot.forges.github.api import comment_marker
 from bot.forges.github.client import GitHubNotConfigured, credentials
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import push_branch, sync_mirror
+from bot.forges.github.write_ops import comment_marker
 from bot.forges.select import forge_for
 from tests.bot.conftest import REPO
 from tests.fakes.github_api import APP_ID, INSTALLATION_ID
+from tests.fakes.github_deliveries import send_pending_writes
 from tests.fakes.github_git import git_out
 
 
@@ -70,6 +71,8 @@ def test_push_open_comment_status_permission_reaction(gh_settings, github_api, t
             session, fix, state="pending", context="repairbot/verify", description="x" * 300
         )
         kinds = [c.kind for c in session.query(FixComment).filter_by(fix_id=fix.id)]
+        assert repo.comments.get(int(pull.remote_id), []) == []  # deferred to the commit
+    assert len(send_pending_writes(gh_settings)) == 2  # the comment and the status, once each
     comments = repo.comments[int(pull.remote_id)]
     assert [c["body"].split("\n")[0] for c in comments] == ["hello"]
     assert repo.statuses[0]["sha"] == head and len(repo.statuses[0]["description"]) == 140
@@ -193,8 +196,7 @@ def test_a_strangers_comment_carrying_our_marker_is_not_taken_for_ours(
     # The marker is a digest of a key anyone can guess: a stranger posts it first.
     spoof = "nothing to see\n\n" + comment_marker(key)
     github_api.comment_event(REPO, number, spoof, login="mallory")
-    with session_scope(gh_settings.resolved_database_url) as session:
-        written = forge.post_comment(session, REPO, number, "the real reply", key=key)
+    written = forge.post_comment(None, REPO, number, "the real reply", key=key)
     authors = [(c["user"]["login"], c["body"].split("\n")[0]) for c in repo.comments[number]]
     assert authors == [("mallory", "nothing to see"), ("repairbot[bot]", "the real reply")]
     assert written.remote_id == str(repo.comments[number][1]["id"])

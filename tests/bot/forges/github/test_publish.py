@@ -19,6 +19,7 @@ from bot.pipeline.triage import triage
 from fixers.sweep import fix, write_changes
 from tests.bot.conftest import REPO
 from tests.conftest import CI_TOKEN
+from tests.fakes.github_deliveries import send_pending_writes
 
 LATE = '''"""A worker that landed after the contract, written the old way."""
 
@@ -121,6 +122,7 @@ def test_new_violations_of_the_same_contract_are_pushed_to_the_open_pr(
     checkout = fresh_worktree(github_api.repos[REPO].path, tmp_path / "after", pr_head)
     assert "def _forward_impl" in (checkout / "legacy_spec" / "late.py").read_text()
     assert run_tests(checkout).returncode == 0
+    send_pending_writes(tasks_use)  # the comment it deferred, as the worker sends it
     comments = [c["body"] for c in github_api.repos[REPO].comments[pull["number"]]]
     assert any("New violations of the same contract" in c for c in comments)
     with session_scope(tasks_use.resolved_database_url) as session:

@@ -132,8 +132,7 @@ def test_the_first_check_posts_one_review_with_a_suggestion_per_fix(
     gh_settings, github_api, pr, tmp_path
 ) -> None:
     plan = _plan(github_api, tmp_path, pr)
-    with session_scope(gh_settings.resolved_database_url) as session:
-        said = sync_contract_review(session, GitHubApi(gh_settings), REPO, pr, plan)
+    said = sync_contract_review(GitHubApi(gh_settings), REPO, pr, plan)
 
     [review] = reviews_of(github_api, REPO, pr)
     assert said == f"created review {review['id']} for {plan.head_sha}"
@@ -160,9 +159,7 @@ def test_a_lost_answer_to_the_review_post_does_not_post_it_twice(
     # GitHub creates the review, then the answer is lost (a 502 after the fact).
     github_api.fault("POST", r"/pulls/\d+/reviews$", status=502, after_effect=True)
 
-    said = sync_contract_review(
-        None, GitHubApi(gh_settings), REPO, pr, _plan(github_api, tmp_path, pr)
-    )
+    said = sync_contract_review(GitHubApi(gh_settings), REPO, pr, _plan(github_api, tmp_path, pr))
 
     [review] = reviews_of(github_api, REPO, pr)
     assert said == f"created review {review['id']} for {review['commit_id']}"
@@ -176,7 +173,7 @@ def test_a_pr_that_does_not_exist_is_an_error_and_writes_nothing(
     plan = _plan(github_api, tmp_path, pr)
 
     with pytest.raises(GithubException) as missing:
-        sync_contract_review(None, GitHubApi(gh_settings), REPO, pr + 1000, plan)
+        sync_contract_review(GitHubApi(gh_settings), REPO, pr + 1000, plan)
 
     assert missing.value.status == 404
     assert _writes(github_api) == 0
@@ -186,10 +183,10 @@ def test_a_pr_that_does_not_exist_is_an_error_and_writes_nothing(
 def test_the_same_plan_again_writes_nothing(gh_settings, github_api, pr, tmp_path) -> None:
     api = GitHubApi(gh_settings)
     plan = _plan(github_api, tmp_path, pr)
-    sync_contract_review(None, api, REPO, pr, plan)
+    sync_contract_review(api, REPO, pr, plan)
     before = _writes(github_api)
 
-    said = sync_contract_review(None, api, REPO, pr, plan)
+    said = sync_contract_review(api, REPO, pr, plan)
 
     assert said.startswith("unchanged")
     assert _writes(github_api) == before
@@ -201,12 +198,12 @@ def test_a_push_that_changes_nothing_suggested_posts_nothing(
     gh_settings, github_api, pr, tmp_path
 ) -> None:
     api = GitHubApi(gh_settings)
-    sync_contract_review(None, api, REPO, pr, _plan(github_api, tmp_path, pr))
+    sync_contract_review(api, REPO, pr, _plan(github_api, tmp_path, pr))
     _push(github_api, tmp_path, {"README.md": "Workers.\n"}, "Docs")
     before = _writes(github_api)
 
     plan = _plan(github_api, tmp_path, pr)
-    said = sync_contract_review(None, api, REPO, pr, plan)
+    said = sync_contract_review(api, REPO, pr, plan)
 
     assert said.startswith("unchanged") and _writes(github_api) == before
     assert len(reviews_of(github_api, REPO, pr)) == 1
@@ -218,12 +215,12 @@ def test_a_new_head_gets_one_new_review_and_the_old_one_says_outdated(
 ) -> None:
     api = GitHubApi(gh_settings)
     first = _plan(github_api, tmp_path, pr)
-    sync_contract_review(None, api, REPO, pr, first)
+    sync_contract_review(api, REPO, pr, first)
     _push(github_api, tmp_path, {"pkg/workers.py": '"""Workers."""\n' + BASE + ADDED}, "Doc")
 
     second = _plan(github_api, tmp_path, pr)
-    said = sync_contract_review(None, api, REPO, pr, second)
-    again = sync_contract_review(None, api, REPO, pr, second)
+    said = sync_contract_review(api, REPO, pr, second)
+    again = sync_contract_review(api, REPO, pr, second)
 
     old, new = reviews_of(github_api, REPO, pr)
     assert said == f"created review {new['id']} for {second.head_sha}"
@@ -241,10 +238,10 @@ def test_a_changed_plan_for_the_same_head_is_edited_in_place(
     api = GitHubApi(gh_settings)
     full = _plan(github_api, tmp_path, pr)
     rename_only = _plan(github_api, tmp_path, pr, keep="rename")
-    sync_contract_review(None, api, REPO, pr, full)
+    sync_contract_review(api, REPO, pr, full)
     [review] = reviews_of(github_api, REPO, pr)
 
-    said = sync_contract_review(None, api, REPO, pr, rename_only)
+    said = sync_contract_review(api, REPO, pr, rename_only)
 
     assert said.startswith(f"updated review {review['id']} in place")
     [edited] = reviews_of(github_api, REPO, pr)
@@ -256,7 +253,7 @@ def test_a_changed_plan_for_the_same_head_is_edited_in_place(
     assert github_api.calls_to("PUT", rf"/pulls/{pr}/reviews/{review['id']}$")
 
     # Back to the full plan: the stub's comment carries its suggestion again.
-    sync_contract_review(None, api, REPO, pr, full)
+    sync_contract_review(api, REPO, pr, full)
     assert "```suggestion" in comments_of(github_api, REPO, review["id"])[1]["body"]
     assert len(reviews_of(github_api, REPO, pr)) == 1
 
@@ -266,9 +263,9 @@ def test_a_suggestion_the_review_of_this_head_lacks_is_shown_as_a_patch(
     gh_settings, github_api, pr, tmp_path
 ) -> None:
     api = GitHubApi(gh_settings)
-    sync_contract_review(None, api, REPO, pr, _plan(github_api, tmp_path, pr, keep="rename"))
+    sync_contract_review(api, REPO, pr, _plan(github_api, tmp_path, pr, keep="rename"))
 
-    sync_contract_review(None, api, REPO, pr, _plan(github_api, tmp_path, pr))
+    sync_contract_review(api, REPO, pr, _plan(github_api, tmp_path, pr))
 
     [review] = reviews_of(github_api, REPO, pr)
     assert len(comments_of(github_api, REPO, review["id"])) == 1  # GitHub cannot add one
@@ -283,7 +280,7 @@ def test_applied_suggestions_make_the_pr_clean_and_the_review_resolved(
     gh_settings, github_api, pr, tmp_path
 ) -> None:
     api = GitHubApi(gh_settings)
-    sync_contract_review(None, api, REPO, pr, _plan(github_api, tmp_path, pr))
+    sync_contract_review(api, REPO, pr, _plan(github_api, tmp_path, pr))
 
     head = apply_suggestions(github_api, REPO, pr)
     root, checked = _checkout(github_api, tmp_path, pr)
@@ -291,7 +288,7 @@ def test_applied_suggestions_make_the_pr_clean_and_the_review_resolved(
     assert sweep(root).violations == []
     plan = _plan(github_api, tmp_path, pr)
     assert plan.clean
-    said = sync_contract_review(None, api, REPO, pr, plan)
+    said = sync_contract_review(api, REPO, pr, plan)
 
     [review] = reviews_of(github_api, REPO, pr)
     assert said == f"resolved review {review['id']} at {head}"
@@ -300,7 +297,7 @@ def test_applied_suggestions_make_the_pr_clean_and_the_review_resolved(
         c["body"].startswith("✅ Resolved") for c in comments_of(github_api, REPO, review["id"])
     )
     before = _writes(github_api)
-    assert sync_contract_review(None, api, REPO, pr, plan).startswith("unchanged")
+    assert sync_contract_review(api, REPO, pr, plan).startswith("unchanged")
     assert _writes(github_api) == before
 
 
@@ -311,7 +308,7 @@ def test_a_clean_pr_without_a_review_gets_none(gh_settings, github_api, tmp_path
     number = github_api.open_pull(REPO, head="alice/feature", title="[None][feat] comment")
     plan = _plan(github_api, tmp_path, number)
 
-    said = sync_contract_review(None, GitHubApi(gh_settings), REPO, number, plan)
+    said = sync_contract_review(GitHubApi(gh_settings), REPO, number, plan)
 
     assert plan.clean and said.startswith("nothing to post")
     assert _writes(github_api) == 0 and reviews_of(github_api, REPO, number) == []
@@ -350,7 +347,7 @@ def test_a_suggestion_outside_the_diff_falls_back_to_a_patch(
     [suggestion] = plan.suggestions
     assert suggestion.line == 16
 
-    sync_contract_review(None, GitHubApi(gh_settings), REPO, number, plan)
+    sync_contract_review(GitHubApi(gh_settings), REPO, number, plan)
 
     refused, made = github_api.calls_to("POST", r"/pulls/\d+/reviews$")
     assert refused.status == 422 and made.status == 200
@@ -380,9 +377,7 @@ def test_the_snapshot_patch_and_the_suggestions_together_fix_the_pr(
     )
     github_api.create_repo(REPO, source)
     number = github_api.open_pull(REPO, head="alice/feature", title="[None][feat] tree")
-    sync_contract_review(
-        None, GitHubApi(gh_settings), REPO, number, _plan(github_api, tmp_path, number)
-    )
+    sync_contract_review(GitHubApi(gh_settings), REPO, number, _plan(github_api, tmp_path, number))
     [review] = reviews_of(github_api, REPO, number)
     assert "snapshot them on self" in review["body"]
 

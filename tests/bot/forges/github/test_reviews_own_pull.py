@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.reviews import REVIEW_EVENT, sync_contract_review
 from tests.bot.conftest import REPO
@@ -31,8 +30,7 @@ def test_a_review_of_our_own_pr_is_never_posted(gh_settings, github_api, tmp_pat
     number = _pull(github_api, tmp_path, gh_settings.github_bot_login)
     plan = _plan(github_api, tmp_path, number)
     assert not plan.clean  # there is something a review would say
-    with session_scope(gh_settings.resolved_database_url) as session:
-        said = sync_contract_review(session, GitHubApi(gh_settings), REPO, number, plan)
+    said = sync_contract_review(GitHubApi(gh_settings), REPO, number, plan)
     assert said.startswith(f"not reviewing #{number}: it is repairbot's own PR")
     assert reviews_of(github_api, REPO, number) == []
     assert github_api.calls_to("POST", r"/reviews$") == []
@@ -42,8 +40,7 @@ def test_a_review_of_our_own_pr_is_never_posted(gh_settings, github_api, tmp_pat
 def test_a_review_of_a_humans_pr_is_a_comment(gh_settings, github_api, tmp_path) -> None:
     number = _pull(github_api, tmp_path, "alice")
     plan = _plan(github_api, tmp_path, number)
-    with session_scope(gh_settings.resolved_database_url) as session:
-        sync_contract_review(session, GitHubApi(gh_settings), REPO, number, plan)
+    sync_contract_review(GitHubApi(gh_settings), REPO, number, plan)
     [call] = github_api.calls_to("POST", r"/reviews$")
     assert REVIEW_EVENT == "COMMENT" and call.body["event"] == "COMMENT"
     [review] = reviews_of(github_api, REPO, number)

@@ -1,0 +1,103 @@
+"""What each kind of GitHub write sends and how a lost answer is found again: the ``post`` and
+``find`` the outbox (``bot.forges.github.outbox``) runs, built from a write's recorded request.
+
+A request is plain JSON (a deferred write keeps it in ``github_writes.request`` until its task
+sends it), so every kind is rebuilt here from its fields alone: a comment (``number``, ``body``,
+``marked``), a reaction (``number``, ``comment_id``, ``content``), a commit status (``sha``,
+``state``, ``context``, ``description``, ``target_url``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from bot.forges.github.outbox import Written
+
+if TYPE_CHECKING:
+    from bot.forges.github.api import GitHubApi
+
+STATUS_DESCRIPTION_MAX = 140
+COMMENT_MAX = 65_000
+log = logging.getLogger(__name__)
+Operations = tuple[Callable[[], Written], Callable[[], Written | None]]
+
+
+def comment_marker(key: str) -> str:
+    """The hidden marker a comment posted under ``key`` carries (found again by it)."""
+    return f"<!-- repairbot:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
+
+
+def comment_text(key: str, body: str, marked: bool) -> str:
+    """A comment's text as posted: capped, with its marker unless posted exactly as given."""
+    return body[:COMMENT_MAX] + (f"\n\n{comment_marker(key)}" if marked else "")
+
+
+def _comment(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+    number, marked = int(request["number"]), bool(request["marked"])
+    text = comment_text(key, str(request["body"]), marked)
+    marker = comment_marker(key)
+
+    def ours(body: str) -> bool:
+        return marker in body if marked else body.strip() == text.strip()
+
+    def lookup() -> Written | None:
+        for comment in api.repo(repository).get_issue(number).get_comments():
+            if not ours(comment.body or ""):
+                continue
+            login = comment.user.login if comment.user else ""
+            if api.is_own_login(login):
+                return Written(str(comment.id), comment.html_url, fresh=True)
+            log.warning(
+                "%s#%s: comment %s by %s looks like ours (key %s); ignored",
+                repository, number, comment.id, login or "?", key,
+            )  # fmt: skip
+        return None
+
+    def post() -> Written:
+        comment = api.repo(repository).get_issue(number).create_comment(text)
+        return Written(str(comment.id), comment.html_url, fresh=True)
+
+    return post, lambda: api.read(lookup)
+
+
+def _reaction(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+    number, comment_id = int(request["number"]), int(request["comment_id"])
+
+    def post() -> Written:
+        issue = api.repo(repository).get_issue(number)
+        reaction = issue.get_comment(comment_id).create_reaction(str(request["content"]))
+        return Written(str(reaction.id), None, fresh=True)
+
+    return post, lambda: None  # GitHub itself makes a reaction idempotent
+
+
+def _status(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+    target_url = request.get("target_url")
+
+    def post() -> Written:
+        commit = api.repo(repository).get_commit(str(request["sha"]))
+        made = commit.create_status(
+            state=str(request["state"]),
+            context=str(request["context"]),
+            description=str(request["description"])[:STATUS_DESCRIPTION_MAX],
+            **({"target_url": target_url} if target_url else {}),
+        )
+        return Written(str(made.id), target_url, fresh=True)
+
+    return post, lambda: None  # a status set twice is harmless
+
+
+_KINDS = {"comment": _comment, "reaction": _reaction, "status": _status}
+
+
+def write_operations(
+    api: GitHubApi, kind: str, repository: str, key: str, request: dict[str, Any]
+) -> Operations:
+    """The ``post`` and ``find`` of one write (``ValueError`` for a kind that is not one)."""
+    build = _KINDS.get(kind)
+    if build is None:
+        raise ValueError(f"not a deferrable GitHub write: {kind!r}")
+    return build(api, repository, key, request)

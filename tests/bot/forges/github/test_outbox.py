@@ -1,0 +1,162 @@
+"""The outbox against the GitHub double: a write asked for in a transaction is only recorded
+there and sent after the commit by its task; the per-minute cap is slots reserved in short
+transactions; waiting for a slot holds no database lock; a refusal is kept and never re-sent."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from bot.db.github_writes import GitHubWrite
+from bot.db.models import utcnow
+from bot.db.session import session_scope
+from bot.forges.github.api import GitHubApi
+from bot.forges.github.outbox import (
+    NoSlot,
+    Written,
+    reserve_slot,
+    write_once,
+    writes_in_last_minute,
+)
+from bot.pipeline.github_send import ComeBack, resend_pending_writes, send_write
+from bot.queue import names as task_names
+from tests.bot.conftest import REPO
+from tests.bot.intake.broker import sent_tasks
+from tests.fakes.github_api import Call
+from tests.fakes.github_git import git_out
+
+SQLITE = pytest.mark.parametrize("settings", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def pull(gh_settings, github_api, target, task_settings) -> int:
+    task_settings(gh_settings)  # tasks are sent to (and read from) this test's broker
+    repo, head = target
+    git_out(repo.path, "branch", "feature", head)
+    return github_api.open_pull(REPO, head="feature", title="[None][feat] f")
+
+
+def _spend_the_budget(settings, slots: int) -> None:
+    """``slots`` writes sent in the last minute (other processes', say)."""
+    with session_scope(settings.resolved_database_url) as session:
+        for i in range(slots):
+            session.add(
+                GitHubWrite(key=f"spent:{i}", kind="comment", repository=REPO, slot_at=utcnow())
+            )
+
+
+def _posts(github_api) -> list[Call]:
+    return github_api.calls_to("POST", r"/issues/\d+/comments$")
+
+
+def test_a_write_in_a_transaction_is_sent_after_it_commits(gh_settings, github_api, pull):
+    with session_scope(gh_settings.resolved_database_url) as session:
+        assert GitHubApi(gh_settings).post_comment(session, REPO, pull, "hi", key="k1") is None
+        assert sent_tasks(gh_settings) == []  # nothing before the commit
+    [(name, [write_id])] = sent_tasks(gh_settings)
+    assert name == task_names.SEND_GITHUB_WRITE and _posts(github_api) == []
+    assert send_write(gh_settings, write_id).startswith(f"write #{write_id} sent: comment")
+    assert send_write(gh_settings, write_id) == f"write #{write_id} already sent"
+    assert len(_posts(github_api)) == 1
+
+
+def test_a_rolled_back_transaction_sends_nothing(gh_settings, github_api, pull):
+    with pytest.raises(RuntimeError), session_scope(gh_settings.resolved_database_url) as session:
+        GitHubApi(gh_settings).post_comment(session, REPO, pull, "hi", key="k2")
+        raise RuntimeError("the handler failed after asking for the reply")
+    assert sent_tasks(gh_settings) == []
+    with session_scope(gh_settings.resolved_database_url) as session:
+        assert session.scalars(select(GitHubWrite)).all() == []
+
+
+def test_no_slot_sends_the_task_back_and_the_reconciler_waits_for_it(gh_settings, github_api, pull):
+    settings = gh_settings.model_copy(update={"github_writes_per_minute": 3})
+    _spend_the_budget(settings, 3)
+    with session_scope(settings.resolved_database_url) as session:
+        GitHubApi(settings).post_comment(session, REPO, pull, "hi", key="k3")
+    [(_, [write_id])] = sent_tasks(settings)
+    with pytest.raises(ComeBack) as back:
+        send_write(settings, write_id)
+    assert 0 < back.value.after_s <= 60 and _posts(github_api) == []
+    with session_scope(settings.resolved_database_url) as session:
+        assert writes_in_last_minute(session) == 3  # the write took no slot
+        # Its comeback is not a lost message: the reconciler leaves it until after then.
+        assert resend_pending_writes(session, older_than=timedelta(seconds=0)) == 0
+        for row in session.scalars(select(GitHubWrite).where(GitHubWrite.key.like("spent:%"))):
+            row.slot_at = utcnow() - timedelta(seconds=61)  # the minute passed
+    assert send_write(settings, write_id).startswith(f"write #{write_id} sent")
+    assert len(_posts(github_api)) == 1
+
+
+@SQLITE
+def test_waiting_for_a_slot_holds_no_database_lock(gh_settings, github_api, pull):
+    settings = gh_settings.model_copy(update={"github_writes_per_minute": 1})
+    _spend_the_budget(settings, 1)
+    path = settings.resolved_database_url.removeprefix("sqlite:///")
+    taken: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        # Another writer (the intake) takes the write lock at once: nobody holds it.
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            taken.append(f"lock free while waiting {seconds:.0f}s")
+        finally:
+            other.close()
+        with session_scope(settings.resolved_database_url) as session:
+            for row in session.scalars(select(GitHubWrite).where(GitHubWrite.key == "spent:0")):
+                row.slot_at = utcnow() - timedelta(seconds=61)
+
+    api = GitHubApi(settings)
+
+    def post() -> Written:
+        made = api.repo(REPO).get_issue(pull).create_comment("x")
+        return Written(str(made.id), made.html_url, fresh=True)
+
+    written = write_once(
+        settings,
+        key="k4",
+        kind="comment",
+        repository=REPO,
+        target=str(pull),
+        post=post,
+        find=lambda: None,
+        wait=True,
+        sleep=sleep,
+    )
+    assert written.remote_id and len(taken) == 1
+
+
+def test_slots_are_shared_and_a_write_holds_at_most_one(gh_settings, github_api, pull):
+    settings = gh_settings.model_copy(update={"github_writes_per_minute": 2})
+    with session_scope(settings.resolved_database_url) as session:
+        session.add_all(GitHubWrite(key=k, kind="comment", repository=REPO) for k in "abc")
+    assert reserve_slot(settings, "a") == 0 and reserve_slot(settings, "b") == 0
+    assert reserve_slot(settings, "c") > 0  # the cap
+    assert reserve_slot(settings, "a") > 0  # "a" holds a slot of this minute: in flight
+
+
+def test_a_refused_write_is_kept_with_the_reason_and_never_resent(gh_settings, github_api, pull):
+    github_api.fault("POST", r"/issues/\d+/comments$", status=403)
+    with session_scope(gh_settings.resolved_database_url) as session:
+        GitHubApi(gh_settings).post_comment(session, REPO, pull, "hi", key="k5")
+    [(_, [write_id])] = sent_tasks(gh_settings)
+    assert send_write(gh_settings, write_id) == f"write #{write_id} refused by GitHub (403)"
+    with session_scope(gh_settings.resolved_database_url) as session:
+        [row] = session.scalars(select(GitHubWrite)).all()
+        assert row.error is not None and row.error.startswith("GitHub answered 403")
+        row.sent_at = utcnow() - timedelta(hours=1)
+        assert resend_pending_writes(session, older_than=timedelta(seconds=1)) == 0
+
+
+def test_no_slot_for_a_synchronous_caller_that_may_not_wait(gh_settings, github_api, pull):
+    settings = gh_settings.model_copy(update={"github_writes_per_minute": 1})
+    _spend_the_budget(settings, 1)
+    with pytest.raises(NoSlot):
+        GitHubApi(settings).send_deferred(
+            "k6", "comment", REPO, str(pull), {"number": pull, "body": "x", "marked": True}
+        )
