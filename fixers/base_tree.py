@@ -82,6 +82,12 @@ def _isolated_env() -> dict[str, str]:
     return env
 
 
+def git_isolated(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """``git -C cwd args...`` reading no user or system config and no hook variables: for
+    questions asked of a repository under repair (its history, its blobs)."""
+    return _git(cwd, *args, env=_isolated_env(), stdin=stdin)
+
+
 def work_tree(path: Path) -> WorkTree:
     """The git work tree ``path`` is in, or GitTreeError when it is in none."""
     if not path.is_dir():

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from fixers.contracts import Contract
 from fixers.unified_diff import split_lines, unified_diff
 from fixers.violation_types import Note, Violation
+
+if TYPE_CHECKING:
+    from fixers.learned.engine import Learning
 
 ImportStatus = Literal["ok", "failed", "unverified", "not-run"]
 
@@ -133,6 +136,8 @@ class FixResult:
     # Violations found and deliberately left out of the fix and of ``report`` (``fix(held=)``:
     # a human's decision holds them back).
     held: list[Violation] = field(default_factory=list)
+    # What was learned from the history for each contract break a CI log named (fixers.learned).
+    learned: list[Learning] = field(default_factory=list)
 
     def diff(self) -> str:
         """All changes as one unified diff."""
@@ -152,4 +157,5 @@ class FixResult:
                 for c in self.changes
             ],
             "skips": [s.to_json() for s in self.skips],
+            "learned": [learning.to_json() for learning in self.learned],
         }

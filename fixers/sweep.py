@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fixers.codemods._common import DEFAULT_LINE_LENGTH
 from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config, read_repo_toml
+from fixers.failures import Finding
 from fixers.fix_apply import apply_plan
 from fixers.fix_plan import plan_fixes
 from fixers.import_check import (
@@ -25,6 +26,7 @@ from fixers.import_check import (
     start_server,
 )
 from fixers.index import Hierarchy, IndexCache, RepoIndex
+from fixers.learned.engine import Learning, MigrationEngine, Policy
 from fixers.outcome import FileChange, FixResult, ImportStatus, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
@@ -130,8 +132,12 @@ def fix(
     server: ImportServer | None = None,
     preload: Sequence[str] = DEFAULT_PRELOAD,
     held: Callable[[Violation], bool] | None = None,
+    findings: Sequence[Finding] = (),
 ) -> FixResult:
     """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change.
+
+    ``findings``: the classified failures of a CI log; the contract breaks among them are
+    learned from the history of ``root`` (``fixers.learned``) and their misses fixed too.
 
     ``held``: violations it returns True for are neither fixed nor reported as found; they are
     listed in ``FixResult.held`` (a suppression keeps them for a human).
@@ -144,12 +150,8 @@ def fix(
     """
     clock = time.perf_counter()
     state = run_sweep(root, contracts, cache=cache, progress=progress)
-    kept_back = [v for v in state.report.violations if held is not None and held(v)]
-    if kept_back:
-        kept = [v for v in state.report.violations if v not in kept_back]
-        state = dataclasses.replace(
-            state, report=dataclasses.replace(state.report, violations=kept)
-        )
+    learnings = learn_from(root, state, findings)
+    state, kept_back = _hold(state, held)
     seconds = {"sweep": time.perf_counter() - clock}
     try:
         clock = time.perf_counter()
@@ -163,6 +165,7 @@ def fix(
         started = time.perf_counter() - clock
         result = fix_in_memory(root, state)
         result.held = kept_back
+        result.learned = learnings
         result.seconds = {**seconds, "fix": time.perf_counter() - clock - started}
         if imports and result.changes:
             clock = time.perf_counter()
@@ -176,6 +179,37 @@ def fix(
         if server is not None:
             server.close()
     return result
+
+
+def _hold(
+    state: SweepState, held: Callable[[Violation], bool] | None
+) -> tuple[SweepState, list[Violation]]:
+    """``state`` without the violations ``held`` keeps back, and those violations."""
+    kept_back = [v for v in state.report.violations if held is not None and held(v)]
+    if not kept_back:
+        return state, []
+    kept = [v for v in state.report.violations if v not in kept_back]
+    report = dataclasses.replace(state.report, violations=kept)
+    return dataclasses.replace(state, report=report), kept_back
+
+
+def learn_from(root: Path, state: SweepState, findings: Sequence[Finding]) -> list[Learning]:
+    """Learn the contract breaks ``findings`` name and add their violations (and hierarchies)
+    to ``state``; subclasses reported rather than fixed become skips with the reason."""
+    if not findings:
+        return []
+    policy = Policy(forbid=state.config.learned_forbid, test_dirs=state.config.test_dirs)
+    learnings = MigrationEngine(root, state.index, policy).learn(findings)
+    for learning in learnings:
+        if learning.hierarchy is not None and learning.violations:
+            state.hierarchies.append(learning.hierarchy)
+            state.report.violations.extend(learning.violations)
+        state.report.skips.extend(
+            Skip(d.path, d.reason, d.class_name)
+            for d in learning.decisions
+            if d.outcome == "reported"
+        )
+    return learnings
 
 
 def _imported(state: SweepState) -> set[str]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from fixers.learned.rule import MigrationRule
 from fixers.state_flow import Observation
 
-Kind = Literal["forbidden-override", "missing-hook", "transient-state", "deferred-fixup"]
+Kind = Literal[
+    "forbidden-override", "missing-hook", "transient-state", "deferred-fixup", "learned-migration"
+]
 # One value per codemod's ``CODEMOD.fix`` (fixers/codemods/): kept a Literal for mypy, and
 # tests/fixers/codemods/test_registry.py fails when it and the registry disagree.
-Fix = Literal["rename", "stub", "snapshot", "pending-flag"]
+Fix = Literal["rename", "stub", "snapshot", "pending-flag", "learned"]
 Save = tuple[str, str, str, str]  # (holder, param, attr, "value" | "tensor")
 
 
@@ -29,6 +32,8 @@ class Violation:
     saves: tuple[Save, ...] = ()
     fixup: tuple[str, str] = ("", "")  # (adjusting statement, compensating statement) as source
     flag: str = ""
+    rule: MigrationRule | None = None  # a learned-migration's rule (fixers.learned)
+    stub: str = ""  # a learned-migration's method stub for a test double, as source
 
     def location(self) -> str:
         """``path:line``."""

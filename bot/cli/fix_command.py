@@ -14,6 +14,8 @@ from bot.cli.sweep_command import check_root, parse_contract_options, progress_b
 from bot.config import get_settings
 from bot.runner.sandbox import sandbox_options
 from fixers.contracts import Contract, contracts_from_findings
+from fixers.failures import Finding
+from fixers.learned.breaks import LEARNING_FIXER
 from fixers.outcome import FixResult
 from fixers.sweep import fix, write_changes
 
@@ -23,16 +25,22 @@ def register(app: typer.Typer) -> None:
     app.command("fix")(fix_command)
 
 
-def contracts_from_log(log: Path, err: Console) -> list[Contract] | None:
-    """Contracts named by the failures in ``log`` (None, with a note, when it names none)."""
+def findings_of_log(log: Path, err: Console) -> list[Finding]:
+    """The classified failures of ``log`` (exit 2, with the reason, when it cannot be read)."""
     from fixers.classify import classify_file  # the classifier is only needed with --log
 
     try:
-        findings = classify_file(log)
+        return classify_file(log)
     except Exception as exc:  # any intake error: report it and stop, exit 2
         err.print(f"[red]error:[/red] cannot classify {escape(str(log))}: {escape(str(exc))}")
         raise typer.Exit(2) from exc
+
+
+def contracts_from_log(findings: list[Finding], log: Path, err: Console) -> list[Contract] | None:
+    """Contracts named by the failures of ``log`` (None, with a note, when it names none)."""
     contracts = contracts_from_findings(findings)
+    if any(f.fixer == LEARNING_FIXER for f in findings):
+        return contracts  # the log names a contract break: learned, not swept for
     if not contracts:
         err.print(
             f"[yellow]note:[/yellow] {escape(str(log))} names no fixable contract "
@@ -44,10 +52,16 @@ def contracts_from_log(log: Path, err: Console) -> list[Contract] | None:
     return contracts
 
 
-def print_result(console: Console, result: FixResult, show_diff: bool) -> None:
-    """The diff (optional), then per-file evidence, then everything left alone."""
+def print_result(
+    console: Console, result: FixResult, show_diff: bool, explain: bool = False
+) -> None:
+    """The diff (optional), then what was learned, per-file evidence, everything left alone."""
     if show_diff and result.changes:
         console.print(result.diff(), end="", markup=False, highlight=False, soft_wrap=True)
+    for learning in result.learned:
+        lines = learning.explain() if explain else [learning.summary()]
+        for line in lines:
+            console.print(f"[cyan]learned[/cyan] {escape(line)}")
     for change in result.changes:
         console.print(
             f"[bold]{escape(change.path)}[/bold]: {', '.join(change.codemods)} "
@@ -81,6 +95,10 @@ def fix_command(
         ),
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Say why each subclass was fixed, reported or skipped"),
+    ] = False,
 ) -> None:
     """Fix every contract violation in PATH: print the diff (--diff) or write it (--write)."""
     if diff and write:
@@ -88,16 +106,20 @@ def fix_command(
     root = check_root(path)
     err = Console(stderr=True, emoji=False)
     contracts = parse_contract_options(contract)
+    findings = findings_of_log(log, err) if log is not None else []
     if contracts is None and log is not None:
-        contracts = contracts_from_log(log, err)
+        contracts = contracts_from_log(findings, log, err)
     with progress_bar(not as_json) as progress:
         sandbox = sandbox_options(get_settings())
-        result = fix(root, contracts, imports=imports, progress=progress, sandbox=sandbox)
+        result = fix(
+            root, contracts, imports=imports, progress=progress, sandbox=sandbox, findings=findings
+        )
     written = write_changes(root, result) if write else []
     if as_json:
         typer.echo(json.dumps({**result.to_json(), "written": written}, indent=2))
     else:
-        print_result(Console(soft_wrap=True, emoji=False), result, show_diff=not write)
+        console = Console(soft_wrap=True, emoji=False)
+        print_result(console, result, show_diff=not write, explain=explain)
         if write:
             Console(emoji=False).print(f"wrote {len(written)} file(s)")
     if any(c.evidence is not None and not c.evidence.ok for c in result.changes):

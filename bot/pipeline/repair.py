@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from uuid import uuid4
 
@@ -140,15 +141,7 @@ def repair_in(
     """
     run_id, clock = context.run_id, clock or StageClock()
     held = held_keys(settings, target.name)  # suppressed violations, one by one
-    result = fix(
-        worktree,
-        [context.contract],
-        imports=True,
-        sandbox=sandbox_options(settings),
-        server=server,
-        preload=settings.import_preload,
-        held=lambda v: violation_key(v) in held,
-    )
+    result = _fix(settings, context, worktree, server, held)
     clock.add(result.seconds)
     policy = policy or RepoPolicy()
     result, left = without_opted_out_paths(result, policy)
@@ -166,7 +159,9 @@ def repair_in(
         return
     move(settings, run_id, RunState.PATCHED, f"{len(written)} file(s) changed")
     clock.restart()
-    if target.untrusted is None:  # an untrusted head's violations are its own, not the base's
+    # An untrusted head's violations are its own, not the base's. A learned run is not checked
+    # against the base's tip: that would learn again there (its own PR is found by its key).
+    if target.untrusted is None and not context.learned:
         fixed_elsewhere = already_fixed(settings, context.contract, target, result)
         clock.lap("base check")
         if fixed_elsewhere is not None:
@@ -180,6 +175,27 @@ def repair_in(
         return
     if still_live(settings, run_id):  # else a duplicate delivery of this task finished it
         _publish(settings, context, target, candidate, result, policy, clock)
+
+
+def _fix(
+    settings: Settings,
+    context: RunContext,
+    worktree: Path,
+    server: ImportServer | None,
+    held: Mapping[str, int],
+) -> FixResult:
+    """The run's contract swept and fixed in ``worktree``, or, for a learned run, its break
+    learned from the history and its misses fixed (``fixers.learned``)."""
+    return fix(
+        worktree,
+        [] if context.learned else [context.contract],
+        findings=context.findings,
+        imports=True,
+        sandbox=sandbox_options(settings),
+        server=server,
+        preload=settings.import_preload,
+        held=lambda v: violation_key(v) in held,
+    )
 
 
 def _publish(

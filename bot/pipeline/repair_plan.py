@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from fixers.contracts import Contract, contracts_from_findings
 from fixers.failures import Finding
+from fixers.learned.breaks import LEARNING_FIXER, breaks_of
 from fixers.signatures import UNCLASSIFIED
+
+
+def contract_fixed(finding: Finding) -> bool:
+    """Whether a known contract's repair fixes ``finding`` (a learned migration has runs of its
+    own: ``plan_runs``)."""
+    return bool(finding.fixer) and finding.fixer != LEARNING_FIXER
 
 
 @dataclass(frozen=True)
@@ -24,10 +31,24 @@ class PlannedRun:
 
 
 def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
-    """One run per contract the findings name (one PR per root cause), else one unfixable run."""
+    """One run per contract the findings name and one per contract break to learn (one PR per
+    root cause), else one unfixable run."""
     contracts = contracts_from_findings(list(findings))
-    fixable = [f for f in findings if f.fixer]
-    if contracts:
+    fixable = [f for f in findings if contract_fixed(f)]
+    learned = [
+        PlannedRun(
+            root_cause=brk.as_contract().describe(),
+            signature=finding.signature,
+            contract=brk.as_contract(),
+            fixable=True,
+            reason=f"learn the migration of {brk.describe()} from the repository's history",
+        )
+        for finding in findings
+        if finding.fixer == LEARNING_FIXER
+        for brk in breaks_of([finding])
+    ]
+    learned = list({run.contract: run for run in learned}.values())
+    if contracts or learned:
         signatures = [f.signature for f in fixable]
         preferred = "contract-forward-override"
         signature = (
@@ -42,7 +63,7 @@ def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
                 reason=_names(fixable),
             )
             for contract in contracts
-        ]
+        ] + learned
     if not findings:
         return [
             PlannedRun("no-failures", UNCLASSIFIED, None, False, "the report holds no failures")
@@ -59,7 +80,7 @@ def _names(findings: Iterable[Finding]) -> str:
 
 def fixable_tests(findings: Iterable[Finding]) -> list[str]:
     """The failed tests of the findings a fixer handles: what a fix must make pass."""
-    return sorted({test for f in findings if f.fixer for test in f.tests})
+    return sorted({test for f in findings if contract_fixed(f) for test in f.tests})
 
 
 def dedupe_key(

@@ -3,7 +3,7 @@ what the repair needs from the database (typed, through ``bot.db.rows``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.config import Settings
 from bot.db.crud import move_run
@@ -12,8 +12,10 @@ from bot.db.rows import contract_of, findings_of
 from bot.db.session import session_scope
 from bot.forges.pr_text import TitleStyle, ticket_for
 from bot.pipeline.lost_runs import no_more_attempts
-from bot.pipeline.repair_plan import fixable_tests
+from bot.pipeline.repair_plan import contract_fixed, fixable_tests
 from fixers.contracts import Contract
+from fixers.failures import Finding
+from fixers.learned.breaks import LEARNED_SOURCE, findings_of_break
 
 NO_CONTRACT = "the run names no contract to repair"
 
@@ -35,6 +37,13 @@ class RunContext:
     ticket: str
     attempts: int
     pr_number: int | None = None  # the PR whose pipeline failed (None: a branch pipeline)
+    # A learned-migration run's findings: the break its rule is learned for (fixers.learned).
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def learned(self) -> bool:
+        """Whether this run learns its migration from history rather than a known contract."""
+        return self.contract.source == LEARNED_SOURCE
 
 
 def title_style(settings: Settings) -> TitleStyle:
@@ -74,6 +83,13 @@ def start_attempt(settings: Settings, run_id: int) -> RunContext | None:
 def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunContext:
     report = run.report
     findings = findings_of(report)
+    learned = findings_of_break(contract, findings) if contract.source == LEARNED_SOURCE else []
+    if learned:  # a learned run answers for its own break's classes and tests
+        classes = sorted({f.class_name for f in learned if f.class_name})
+        tests = sorted({t for f in learned for t in f.tests})
+    else:
+        classes = sorted({f.class_name for f in findings if f.class_name and contract_fixed(f)})
+        tests = fixable_tests(findings)
     return RunContext(
         run_id=run.id,
         own_fix=run.fix_id,
@@ -83,13 +99,14 @@ def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunConte
         commit=report.head_sha or report.base_sha or report.base_ref or "HEAD",
         base_ref=report.base_ref,
         build_url=report.build_url,
-        classes=sorted({f.class_name for f in findings if f.class_name and f.fixer}),
-        tests=fixable_tests(findings),
+        classes=classes,
+        tests=tests,
         ticket=ticket_for(
             [text for f in findings for text in (f.message, f.evidence)], title_style(settings)
         ),
         attempts=run.attempts,
         pr_number=report.pr_number,
+        findings=learned,
     )
 
 

@@ -81,12 +81,12 @@ def test_malformed_signature_files_are_refused_with_the_reason(document, complai
             "TypeError: Can't instantiate abstract class FLALayer without an implementation for "
             "abstract method 'get_max_length'",
             "abstract-class-instantiation",
-            None,
+            "learn-migration",
         ),
         (
             "TypeError: Can't instantiate abstract class Impl with abstract method _forward_impl_v2",
             "abstract-class-instantiation",
-            None,
+            "learn-migration",
         ),
     ],
 )

@@ -1,0 +1,377 @@
+"""Apply a learned migration (``fixers.learned``) to the subclasses its commit missed.
+
+Two edits, both learned from the siblings the contract commit migrated:
+
+* the signature edit: rename the method (``old`` -> ``new``) and add, drop or re-default
+  parameters as the siblings did. Only the name token and the parameter list change:
+  decorators, comments, the body and the return annotation stay byte for byte (inside a renamed
+  method ``super().old(`` becomes ``super().new(``: the base no longer has ``old``);
+* a stub for a test double that lacks a new abstract method: the base's signature, with a body
+  that raises ``NotImplementedError``, appended to the class.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod import CodemodContext
+
+from fixers.codemods._common import ClassTargetCommand
+from fixers.codemods.examples import Example
+from fixers.codemods.registry import CodemodSpec, PlanContext, Step
+from fixers.index import Hierarchy
+from fixers.learned.signature_edit import Param
+from fixers.outcome import Skip
+from fixers.violation_types import Violation
+
+DESCRIPTION = "Apply the migration a contract commit made to its subclasses to the ones it missed."
+ParamSpec = Sequence[str | None]  # (name, kind, default, annotation), JSON-friendly
+
+
+class _SuperCallRenamer(cst.CSTTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.Attribute:
+        if updated_node.attr.value == self.old and m.matches(
+            updated_node.value, m.Call(func=m.Name("super"))
+        ):
+            return updated_node.with_changes(attr=cst.Name(self.new))
+        return updated_node
+
+
+def _param(spec: ParamSpec) -> Param:
+    name, kind, default, annotation = (list(spec) + [None] * 4)[:4]
+    return Param(str(name), kind, default, annotation)  # type: ignore[arg-type]
+
+
+def _node(param: Param) -> cst.Param:
+    annotation = (
+        cst.Annotation(cst.parse_expression(param.annotation)) if param.annotation else None
+    )
+    default = cst.parse_expression(param.default) if param.default is not None else None
+    return cst.Param(
+        cst.Name(param.name),
+        annotation=annotation,
+        default=default,
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(" " if annotation else ""),
+            whitespace_after=cst.SimpleWhitespace(" " if annotation else ""),
+        )
+        if default is not None
+        else cst.MaybeSentinel.DEFAULT,
+    )
+
+
+def _elements(params: cst.Parameters) -> list[cst.CSTNode]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param | cst.ParamStar) else []
+    slash = [params.posonly_ind] if isinstance(params.posonly_ind, cst.ParamSlash) else []
+    kwarg = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [
+        *params.posonly_params, *slash, *params.params, *star, *params.kwonly_params, *kwarg
+    ]  # fmt: skip
+
+
+def _recomma(edited: cst.Parameters, original: cst.Parameters) -> cst.Parameters:
+    """Commas in the original's style: every separator like its first, the last one as its last
+    (a black-style trailing comma and line break stay where they were)."""
+    before = _elements(original)
+    if len(before) < 2:
+        return edited
+    inner = before[0].comma  # type: ignore[attr-defined]
+    last = before[-1].comma  # type: ignore[attr-defined]
+    after = _elements(edited)
+    commas = {id(node): inner if i < len(after) - 1 else last for i, node in enumerate(after)}
+
+    def put(node: cst.CSTNode) -> cst.CSTNode:
+        return node.with_changes(comma=commas[id(node)])
+
+    return edited.with_changes(
+        posonly_params=[put(p) for p in edited.posonly_params],
+        posonly_ind=put(edited.posonly_ind)
+        if isinstance(edited.posonly_ind, cst.ParamSlash)
+        else edited.posonly_ind,
+        params=[put(p) for p in edited.params],
+        star_arg=put(edited.star_arg)
+        if isinstance(edited.star_arg, cst.Param | cst.ParamStar)
+        else edited.star_arg,
+        kwonly_params=[put(p) for p in edited.kwonly_params],
+        star_kwarg=put(edited.star_kwarg) if edited.star_kwarg is not None else None,
+    )
+
+
+class NotLearnable(Exception):
+    """The learned edit does not fit this method's parameters; the message says why."""
+
+
+def edit_parameters(
+    params: cst.Parameters,
+    added: Sequence[Param],
+    removed: Sequence[str],
+    changed: Sequence[Param],
+) -> cst.Parameters:
+    """``params`` with ``removed`` dropped, ``changed`` re-defaulted and ``added`` appended in
+    their kind's place; names already present are left as they are (a second run adds nothing)."""
+    drop = set(removed)
+    defaults = {p.name: p for p in changed}
+    present = {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }
+    for extra in (params.star_arg, params.star_kwarg):
+        if isinstance(extra, cst.Param):
+            present.add(extra.name.value)
+
+    def keep(items: Sequence[cst.Param]) -> list[cst.Param]:
+        out: list[cst.Param] = []
+        for p in items:
+            if p.name.value in drop:
+                continue
+            new = defaults.get(p.name.value)
+            if new is not None:
+                p = p.with_changes(default=_node(new).default, equal=_node(new).equal)
+            out.append(p)
+        return out
+
+    positional, keyword_only = keep(params.params), keep(params.kwonly_params)
+    star_arg, star_kwarg = params.star_arg, params.star_kwarg
+    if isinstance(star_arg, cst.Param) and star_arg.name.value in drop:
+        star_arg = cst.MaybeSentinel.DEFAULT
+    if star_kwarg is not None and star_kwarg.name.value in drop:
+        star_kwarg = None
+    for param in added:
+        if param.name in present:
+            continue
+        node = _node(param)
+        if param.kind == "positional":
+            if param.default is None and any(p.default is not None for p in positional):
+                raise NotLearnable(f"{param.name} has no default but follows parameters that do")
+            positional.append(node)
+        elif param.kind == "keyword-only":
+            if not isinstance(star_arg, cst.Param | cst.ParamStar):
+                star_arg = cst.ParamStar()
+            keyword_only.append(node)
+        elif param.kind == "var-keyword" and star_kwarg is None:
+            star_kwarg = node.with_changes(star="**")
+        elif param.kind == "var-positional" and not isinstance(star_arg, cst.Param):
+            star_arg = node.with_changes(star="*")
+        else:
+            raise NotLearnable(f"cannot add {param.source()} ({param.kind}) here")
+    if isinstance(star_arg, cst.ParamStar) and not keyword_only:
+        star_arg = cst.MaybeSentinel.DEFAULT  # a bare * needs a keyword-only parameter after it
+    edited = params.with_changes(
+        params=positional, kwonly_params=keyword_only, star_arg=star_arg, star_kwarg=star_kwarg
+    )
+    return _recomma(edited, params)
+
+
+class LearnedMigrationCommand(ClassTargetCommand):
+    """Rename and re-parameterise (or stub) one method in the targeted classes."""
+
+    DESCRIPTION: str = DESCRIPTION
+
+    def __init__(
+        self,
+        context: CodemodContext,
+        classes: str | Sequence[str] | None = None,
+        new: str = "",
+        old: str | None = None,
+        added: Sequence[ParamSpec] = (),
+        removed: Sequence[str] = (),
+        changed: Sequence[ParamSpec] = (),
+        stub: str = "",
+    ) -> None:
+        super().__init__(context, classes)
+        self.new, self.old = new, old or new
+        self.added = [_param(p) for p in added]
+        self.removed = list(removed)
+        self.redefaulted = [_param(p) for p in changed]
+        self.stub = stub
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        """Options for ``python -m libcst.tool codemod`` (renames only from the command line)."""
+        ClassTargetCommand.add_args(arg_parser)
+        arg_parser.add_argument("--new", required=True)
+        arg_parser.add_argument("--old", default=None)
+
+    def edit_class(self, qualname: str, node: cst.ClassDef) -> cst.ClassDef:
+        """Edit the method in place, or append the stub."""
+        body = node.body
+        if not isinstance(body, cst.IndentedBlock):
+            self.skip(f"{qualname}: one-line class body")
+            return node
+        names = {s.name.value for s in body.body if isinstance(s, cst.FunctionDef)}
+        if self.stub:
+            if self.new in names:
+                self.skip(f"{qualname}: already defines {self.new}")
+                return node
+            stub = cst.parse_statement(self.stub).with_changes(
+                leading_lines=[cst.EmptyLine(indent=False)]
+            )
+            return node.with_changes(body=body.with_changes(body=[*body.body, stub]))
+        if self.old not in names:
+            self.skip(f"{qualname}: no {self.old} to migrate")
+            return node
+        if self.old != self.new and self.new in names:
+            self.skip(f"{qualname}: defines both {self.old} and {self.new}")
+            return node
+        statements: list[cst.BaseStatement] = []
+        for stmt in body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == self.old:
+                stmt = self._migrate(qualname, stmt)
+            statements.append(stmt)
+        return node.with_changes(body=body.with_changes(body=statements))
+
+    def _migrate(self, qualname: str, function: cst.FunctionDef) -> cst.FunctionDef:
+        try:
+            params = edit_parameters(function.params, self.added, self.removed, self.redefaulted)
+        except NotLearnable as exc:
+            self.skip(f"{qualname}.{self.old}: {exc}")
+            return function
+        migrated = function.with_changes(name=function.name.with_changes(value=self.new))
+        if params.deep_equals(function.params):
+            params = function.params  # untouched: keep the very node (and its formatting)
+        migrated = migrated.with_changes(params=params)
+        if self.old != self.new:
+            migrated = migrated.visit(_SuperCallRenamer(self.old, self.new))  # type: ignore[assignment]
+        return migrated
+
+
+def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step | Skip:
+    """The step for one ``learned-migration`` violation (its rule rides on the violation)."""
+    rule = v.rule
+    if rule is None:
+        return Skip(v.path, f"{v.class_qualname}: no learned rule", v.class_qualname)
+    member = hierarchy.members[v.class_qualname]
+
+    def spec(p: Param) -> list[str | None]:
+        return [p.name, p.kind, p.default, p.annotation]
+
+    options: dict[str, object] = {
+        "classes": [member.facts.qualname],
+        "new": rule.method,
+        "old": rule.old_name,
+        "added": [spec(p) for p in rule.added],
+        "removed": list(rule.removed),
+        "changed": [spec(p) for p in rule.changed],
+        "stub": v.stub,
+    }
+    return CODEMOD.step(options, (member.facts.qualname,))
+
+
+_RENAME: dict[str, object] = {
+    "classes": ["ParquetSink"],
+    "old": "export",
+    "new": "emit",
+    "added": [["sink", "keyword-only", "None", None]],
+}
+
+EXAMPLES: tuple[Example, ...] = (
+    Example(
+        "rename and a new keyword-only parameter; decorator, comments and body kept",
+        before="""
+class ParquetSink(Sink):
+    # columnar output
+    @traced("parquet")
+    def export(self, record):
+        return  write(record)   # odd spacing kept
+""",
+        after="""
+class ParquetSink(Sink):
+    # columnar output
+    @traced("parquet")
+    def emit(self, record, *, sink=None):
+        return  write(record)   # odd spacing kept
+""",
+        args=_RENAME,
+    ),
+    Example(
+        "black-style signature keeps its trailing comma and line breaks",
+        before="""
+class ParquetSink(Sink):
+    def export(
+        self,
+        record: Record,
+    ) -> None:
+        super().export(record)
+""",
+        after="""
+class ParquetSink(Sink):
+    def emit(
+        self,
+        record: Record,
+        *,
+        sink=None,
+    ) -> None:
+        super().emit(record)
+""",
+        args=_RENAME,
+    ),
+    Example(
+        "a new parameter the base now passes, with the siblings' default",
+        before="""
+class Gauge(Meter):
+    def sample(self, value, *, unit="s"):
+        return value
+""",
+        after="""
+class Gauge(Meter):
+    def sample(self, value, *, unit="s", labels: dict | None = None):
+        return value
+""",
+        args={
+            "classes": ["Gauge"],
+            "new": "sample",
+            "added": [["labels", "keyword-only", "None", "dict | None"]],
+        },
+    ),
+    Example(
+        "a test double gets a stub of the new abstract method",
+        before="""
+class FakeStore(Store):
+    def get(self, key):
+        return None
+""",
+        after="""
+class FakeStore(Store):
+    def get(self, key):
+        return None
+
+    def scan(self, prefix: str) -> list[str]:
+        raise NotImplementedError
+""",
+        args={
+            "classes": ["FakeStore"],
+            "new": "scan",
+            "stub": "def scan(self, prefix: str) -> list[str]:\n    raise NotImplementedError\n",
+        },
+    ),
+    Example(
+        "already migrated: skipped with the reason",
+        before="""
+class ParquetSink(Sink):
+    def emit(self, record, *, sink=None):
+        return record
+""",
+        after=None,
+        args=_RENAME,
+        skip_reason="no export to migrate",
+    ),
+)
+
+CODEMOD = CodemodSpec(
+    name="learned_migration",
+    fix="learned",
+    kinds=("learned-migration",),
+    fixer="learn-migration",
+    command=LearnedMigrationCommand,
+    build_step=plan_step,
+    order=5,
+    description=DESCRIPTION,
+    examples=EXAMPLES,
+)

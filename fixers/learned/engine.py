@@ -1,0 +1,354 @@
+"""From a contract break to violations: find the base, its contract commit, the rule, the misses.
+
+For each break a failure names (``breaks``): the class is found in the tree, then the base it
+broke against (the nearest repository ancestor that declares the method; outside the
+repository when none does), then the commit that changed the contract (``history``), the
+siblings that commit migrated (``examples``) and the rule they agree on (``rule``). Every
+subclass of the base at HEAD that still matches the rule's "before" becomes a
+``learned-migration`` violation, fixed by the ``learned_migration`` codemod; every other
+subclass gets a decision saying why it was left alone. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Literal
+
+from fixers.base_tree import GitTreeError, work_tree
+from fixers.contracts import Contract
+from fixers.failures import Finding
+from fixers.index import Hierarchy, Member, RepoIndex
+from fixers.learned.breaks import ContractBreak, breaks_of
+from fixers.learned.examples import commit_examples
+from fixers.learned.history import (
+    DEEPEN_STEP,
+    DEFAULT_MAX_DEPTH,
+    commits_changing,
+    deepen,
+    history_depth,
+    is_shallow,
+    shallow_boundary,
+)
+from fixers.learned.lookup import arg_names, class_function, find_base, in_test_dir, stub_source
+from fixers.learned.rule import CommitRef, Example, MigrationRule, NoRule, learn_rule
+from fixers.violation_types import Violation
+
+Outcome = Literal["fixed", "reported", "skipped"]
+MAX_CANDIDATES = 20
+MAX_LATER_COMMITS = 10
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the engine decided for one subclass, and why (``repairbot fix --explain``)."""
+
+    class_name: str
+    path: str
+    outcome: Outcome
+    reason: str
+
+
+@dataclass
+class Learning:
+    """Everything learned for one break: where, from which commit, the rule, the decisions."""
+
+    brk: ContractBreak
+    base: str = ""
+    base_path: str | None = None  # None: the base is outside the repository
+    commit: CommitRef | None = None
+    rule: MigrationRule | None = None
+    problem: str = ""
+    evidence: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    hierarchy: Hierarchy | None = None
+
+    def summary(self) -> str:
+        """One line: the rule in words, or why there is none."""
+        where = self.base_path or "outside the repository"
+        head = f"{self.brk.describe()} against {self.base or '?'} ({where})"
+        return f"{head}: {self.rule.words()}" if self.rule else f"{head}: {self.problem}"
+
+    def explain(self) -> list[str]:
+        """The summary, the evidence, then one line per subclass decision."""
+        lines = [self.summary(), *(f"  evidence: {line}" for line in self.evidence)]
+        lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  {d.outcome}: {d.class_name} ({d.path}): {d.reason}" for d in self.decisions]
+        return lines
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (``repairbot fix --json``)."""
+        return {
+            "break": self.brk.describe(),
+            "base": self.base,
+            "base_path": self.base_path,
+            "commit": {"sha": self.commit.sha, "subject": self.commit.subject}
+            if self.commit
+            else None,
+            "rule": self.rule.words() if self.rule else None,
+            "problem": self.problem or None,
+            "evidence": list(self.evidence),
+            "decisions": [d.__dict__ for d in self.decisions],
+        }
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a repository's ``.repairbot.toml`` says about learned rules (``[learned]``)."""
+
+    forbid: tuple[str, ...] = ()  # "Base.method" patterns never learned (reported instead)
+    test_dirs: tuple[str, ...] = ("tests", "test", "testing")
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+def _patterns(brk: ContractBreak) -> tuple[str, str, bool]:
+    """(pattern on the base's file, pattern on the siblings' files, count change?)."""
+    define = rf"def\s+{re.escape(brk.method)}\s*\("
+    if brk.kind == "unexpected-keyword" and brk.keyword:
+        return rf"\b{re.escape(brk.keyword)}\s*=", rf"\b{re.escape(brk.keyword)}\b", False
+    if brk.kind == "positional-count":
+        return rf"\.{re.escape(brk.method)}\s*\(", define, False
+    return define, define, True
+
+
+def _relevant(brk: ContractBreak, example: Example) -> bool:
+    edit = example.edit
+    if brk.kind == "unexpected-keyword":
+        return any(p.name == brk.keyword for p in edit.added)
+    if brk.kind == "positional-count":
+        return any(p.kind == "positional" for p in edit.added)
+    return edit.new_name == brk.method and edit.old_name != brk.method
+
+
+class MigrationEngine:
+    """Learns rules for the breaks of one failure in one repository tree (at its HEAD)."""
+
+    def __init__(self, root: Path, index: RepoIndex, policy: Policy) -> None:
+        self.root, self.index, self.policy = root, index, policy
+
+    def learn(self, findings: Iterable[Finding]) -> list[Learning]:
+        """One ``Learning`` per break the findings name."""
+        return [self._learn(brk) for brk in breaks_of(findings)]
+
+    def _learn(self, brk: ContractBreak) -> Learning:
+        learning = Learning(brk)
+        try:
+            top = work_tree(self.root).top
+        except GitTreeError as exc:
+            learning.problem = f"no history to learn from: {exc}"
+            return learning
+        contract = Contract(name=f"probe:{brk.class_name}", base=brk.class_name, source="learned")
+        self.index.load_hierarchies([contract])
+        named = sorted(q for q, (_, c) in self.index.classes.items() if c.name == brk.class_name)
+        if not named:
+            learning.problem = f"class {brk.class_name} is not defined in the repository"
+            return learning
+        base_qual, base_rel = find_base(self.index, named[0], brk.method)
+        base = base_qual.rsplit(".", 1)[-1]
+        learning.base, learning.base_path = base, base_rel
+        if not base:
+            learning.problem = f"{brk.class_name} has no base class that {brk.method} belongs to"
+            return learning
+        if any(fnmatch(f"{base}.{brk.method}", pattern) for pattern in self.policy.forbid):
+            learning.problem = f"learning {base}.{brk.method} is forbidden by .repairbot.toml"
+            return learning
+        duplicates = [q for q, (_, c) in self.index.classes.items() if c.name == base]
+        if base_rel is not None and len(duplicates) > 1:
+            learning.problem = f"{base} is defined {len(duplicates)} times: " + ", ".join(
+                sorted(duplicates)
+            )
+            return learning
+        module = base_qual.rpartition(".")[0] if base_rel is not None else None
+        family = Contract(
+            name=f"learned:{base}.{brk.method}",
+            base=base,
+            forbidden=brk.method,
+            hook=brk.method,
+            restore_hook=None,
+            metadata_params=(),
+            base_module=module or None,
+            source="learned",
+        )
+        learning.hierarchy = self.index.load_hierarchies([family])[0]
+        self._find_rule(top, learning)
+        self._decide(learning)
+        return learning
+
+    def _search(
+        self, top: Path, learning: Learning, pattern: str, paths: list[str], count: bool
+    ) -> list[CommitRef]:
+        def search() -> list[CommitRef]:
+            found = commits_changing(top, pattern, paths, limit=MAX_CANDIDATES, count_change=count)
+            cut = shallow_boundary(top)
+            return [c for c in found if c.sha not in cut]
+
+        commits = search()
+        while not commits and is_shallow(top):
+            depth = history_depth(top)
+            if depth >= self.policy.max_depth or not deepen(top, DEEPEN_STEP):
+                learning.notes.append(f"shallow clone: searched {depth} commit(s)")
+                break
+            commits = search()
+        return commits
+
+    def _find_rule(self, top: Path, learning: Learning) -> None:
+        brk, hierarchy = learning.brk, learning.hierarchy
+        assert hierarchy is not None
+        on_base, on_siblings, count = _patterns(brk)
+        sibling_files = sorted({m.rel for m in hierarchy.members.values()})
+        if learning.base_path is not None:
+            candidates = self._search(top, learning, on_base, [learning.base_path], count)
+        else:
+            candidates = self._search(top, learning, on_siblings, sibling_files, False)
+        if not candidates:
+            learning.problem = "contract commit not in history" + (
+                f" ({learning.notes[-1]})" if learning.notes else ""
+            )
+            return
+        family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
+        examples: list[Example] = []
+        for commit in candidates:
+            taught = commit_examples(top, commit, family, brk.method)
+            learning.notes.extend(taught.notes)
+            found = [e for e in taught.examples if _relevant(brk, e)]
+            if found:
+                learning.commit = commit
+                examples = found
+                if learning.base_path is not None:
+                    break
+        learning.commit = learning.commit or candidates[0]
+        if learning.base_path is not None and examples:
+            later = commits_changing(
+                top, on_siblings, sibling_files, since=learning.commit.sha, limit=MAX_LATER_COMMITS
+            )
+            for commit in later:
+                more = commit_examples(top, commit, family, brk.method).examples
+                examples.extend(e for e in more if _relevant(brk, e))
+        learned = learn_rule(learning.base, brk.method, examples)
+        if isinstance(learned, NoRule):
+            learning.problem, learning.evidence = learned.reason, learned.evidence
+        else:
+            learning.rule = learned
+
+    def _decide(self, learning: Learning) -> None:
+        hierarchy, rule = learning.hierarchy, learning.rule
+        assert hierarchy is not None
+        base_member = next(
+            (
+                Member(q, self.index.files[rel].module, rel, facts, (), False)
+                for q, (rel, facts) in self.index.classes.items()
+                if facts.name == learning.base and rel == learning.base_path
+            ),
+            None,
+        )
+        words = rule.words() if rule is not None else ""
+        for qual in sorted(hierarchy.members, key=lambda q: (hierarchy.members[q].rel, q)):
+            member = hierarchy.members[qual]
+            decision, violation = self._one(learning, rule, words, hierarchy, member, base_member)
+            learning.decisions.append(decision)
+            if violation is not None:
+                learning.violations.append(violation)
+
+    def _one(
+        self,
+        learning: Learning,
+        rule: MigrationRule | None,
+        words: str,
+        hierarchy: Hierarchy,
+        member: Member,
+        base_member: Member | None,
+    ) -> tuple[Decision, Violation | None]:
+        brk, facts = learning.brk, member.facts
+        if rule is None:
+            return Decision(
+                facts.qualname, member.rel, *self._unlearned(learning, hierarchy, member)
+            ), None
+        why = (
+            self._new_method(learning, words, hierarchy, member, base_member)
+            if rule.shape == "new-method"
+            else self._signature_unmatched(rule, brk.method, member)
+        )
+        if isinstance(why, tuple):
+            return Decision(facts.qualname, member.rel, *why), None
+        stub = why
+        violation = Violation(
+            kind="learned-migration",
+            contract=hierarchy.contract.name,
+            path=member.rel,
+            line=facts.line_of(rule.old_name or brk.method),
+            class_qualname=member.qualname,
+            detail=f"test double: stub {brk.method} raising NotImplementedError ({words})"
+            if stub
+            else words,
+            fix="learned",
+            method=brk.method,
+            rule=rule,
+            stub=stub,
+        )
+        return Decision(facts.qualname, member.rel, "fixed", violation.detail), violation
+
+    @staticmethod
+    def _inherits(hierarchy: Hierarchy, member: Member, method: str) -> bool:
+        """Whether the class or a repository ancestor below the base defines ``method`` (walked
+        only where it matters: 500 subclasses add up)."""
+        return any(method in m.facts.methods for m in hierarchy.ancestors(member.qualname))
+
+    def _unlearned(
+        self, learning: Learning, hierarchy: Hierarchy, member: Member
+    ) -> tuple[Outcome, str]:
+        brk, facts = learning.brk, member.facts
+        missing = brk.kind == "missing-abstract" and not facts.abstract_methods
+        if missing and not self._inherits(hierarchy, member, brk.method):
+            return "reported", learning.problem
+        return "skipped", f"not affected ({brk.method} is defined or inherited)"
+
+    def _signature_unmatched(
+        self, rule: MigrationRule, method: str, member: Member
+    ) -> tuple[Outcome, str] | str:
+        """Why a rename or new-parameter rule does not apply to ``member``, or "" (it does)."""
+        facts = member.facts
+        if rule.shape == "rename":
+            if method in facts.methods:
+                return "skipped", f"already defines {method}"
+            if rule.old_name not in facts.methods:
+                return "skipped", f"does not define {rule.old_name}"
+            return ""
+        function = class_function(self.index, member, method)
+        if function is None:
+            return "skipped", f"does not override {method}"
+        names, takes_kwargs = arg_names(function)
+        wanted = {p.name for p in rule.added}
+        if wanted <= names:
+            return "skipped", f"already takes {', '.join(sorted(wanted))}"
+        if takes_kwargs and all(p.kind == "keyword-only" for p in rule.added):
+            return "skipped", f"takes **kwargs: {', '.join(sorted(wanted))} reach it"
+        return ""
+
+    def _new_method(
+        self,
+        learning: Learning,
+        words: str,
+        hierarchy: Hierarchy,
+        member: Member,
+        base_member: Member | None,
+    ) -> tuple[Outcome, str] | str:
+        """Why a class missing a new abstract method is left alone, or the stub it gets."""
+        method = learning.brk.method
+        if self._inherits(hierarchy, member, method):
+            return "skipped", f"defines or inherits {method}"
+        if member.facts.abstract_methods:
+            return "skipped", "abstract itself"
+        if not in_test_dir(member.rel, self.policy.test_dirs):
+            return "reported", (
+                "production class missing a new abstract method: each sibling wrote its own "
+                f"body ({words})"
+            )
+        source = stub_source(self.index, base_member, method)
+        if source is None:
+            return "reported", f"the signature of {learning.base}.{method} is not in the repository"
+        return source

@@ -1,0 +1,85 @@
+"""The examples a commit gives: each subclass it migrated, as a ``MethodEdit`` of one method.
+
+The files the commit changed are read at the commit and at its first parent (one ``git cat-file
+--batch`` for all of them) and parsed with ``ast``; a class of the commit's version whose bases
+name the contract's base (or a class known to derive from it) and that existed before gives one
+example when its edit concerns the method.
+Files that are binary, over the size cap or not Python are passed over, each with a note.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fixers.learned.history import blobs, changed_python_files, parent_of
+from fixers.learned.rule import CommitRef, Example
+from fixers.learned.signature_edit import class_edits, code_of
+
+
+@dataclass
+class CommitExamples:
+    """What one commit teaches: the examples, and the files it could not read."""
+
+    commit: CommitRef
+    examples: list[Example] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def classes_in(module: ast.Module) -> Iterator[tuple[str, ast.ClassDef]]:
+    """Every class of a module with its qualname (``Outer.Inner``), nested ones included."""
+
+    def walk(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.ClassDef]]:
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                qualname = f"{prefix}{stmt.name}"
+                yield qualname, stmt
+                yield from walk(stmt.body, f"{qualname}.")
+
+    yield from walk(module.body, "")
+
+
+def base_names(node: ast.ClassDef) -> set[str]:
+    """The last dotted segment of each base (``lib.Exporter`` -> ``Exporter``)."""
+    return {(code_of(b) or "").split("[", 1)[0].rsplit(".", 1)[-1] for b in node.bases}
+
+
+def _parse(data: bytes | None) -> ast.Module | None:
+    if data is None:
+        return None
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def commit_examples(
+    top: Path, commit: CommitRef, family: frozenset[str], method: str
+) -> CommitExamples:
+    """The examples ``commit`` gives for ``method`` among classes deriving from ``family``
+    (simple class names: the base and its known subclasses)."""
+    found = CommitExamples(commit)
+    parent = parent_of(top, commit.sha)
+    changes = changed_python_files(top, commit.sha, parent) if parent else []
+    wanted = [f"{commit.sha}:{c.after}" for c in changes]
+    wanted += [f"{parent}:{c.before}" for c in changes if c.before]
+    data = blobs(top, wanted)
+    needle = method.encode()
+    for change in changes:
+        after_data = data.get(f"{commit.sha}:{change.after}")
+        if after_data is not None and needle not in after_data:
+            continue  # the method is not in this file after the commit: nothing to learn here
+        after = _parse(after_data)
+        before = _parse(data.get(f"{parent}:{change.before}")) if change.before else None
+        if after is None or before is None:
+            found.notes.append(f"{change.after} at {commit.sha[:7]}: binary, too big or not Python")
+            continue
+        old = dict(classes_in(before))
+        for qualname, node in classes_in(after):
+            if qualname not in old or not (base_names(node) & family):
+                continue
+            for edit in class_edits(old[qualname], node, method):
+                found.examples.append(Example(qualname, change.after, commit, edit))
+    return found

@@ -1,0 +1,97 @@
+"""Questions the engine asks of the tree at the failing commit: a class's parents and base, a
+method's ``ast`` and parameters, whether a file is test code, a stub from a base's signature."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from fixers.index import Member, RepoIndex
+
+
+def _parents(index: RepoIndex, qualname: str) -> list[str]:
+    """The fully qualified parents of a class, parsing the modules they are defined in."""
+    rel, cls = index.classes[qualname]
+    module = index.files[rel].module
+    out: list[str] = []
+    for name in cls.bases:
+        resolved = index.resolve(module, name)
+        parts = resolved.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            where = index.by_module.get(".".join(parts[:cut]))
+            if where is not None and where not in index.facts:
+                index.parse(where)
+                resolved = index.canonical(index.resolve(module, name))
+                break
+        out.append(resolved)
+    return out
+
+
+def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | None]:
+    """The base ``qualname`` broke against: the farthest repository ancestor that defines
+    ``method`` (qualified name, file), else the first ancestor outside the repository (its
+    simple name, no file)."""
+    found: tuple[str, str | None] | None = None
+    outside: str | None = None
+    seen: set[str] = set()
+    queue = [qualname]
+    while queue:
+        current = queue.pop(0)
+        for parent in _parents(index, current):
+            if parent in seen:
+                continue
+            seen.add(parent)
+            if parent not in index.classes:
+                name = parent.rsplit(".", 1)[-1]
+                if outside is None and name not in {"object", "ABC", "Generic", "Protocol"}:
+                    outside = name
+                continue
+            rel, facts = index.classes[parent]
+            if method in facts.methods:
+                found = (parent, rel)
+            queue.append(parent)
+    if found is not None:
+        return found
+    return (outside or ""), None
+
+
+def in_test_dir(rel: str, test_dirs: Iterable[str]) -> bool:
+    """Whether ``rel`` is test code: under a test dir, a ``test_*.py`` or a ``conftest.py``."""
+    parts = rel.split("/")
+    name = parts[-1]
+    return (
+        any(d in parts[:-1] for d in test_dirs) or name.startswith("test_") or name == "conftest.py"
+    )
+
+
+def class_function(index: RepoIndex, member: Member, name: str) -> ast.FunctionDef | None:
+    """The ``def name`` directly in ``member``'s class body, from the index's ``ast``."""
+    tree = index.tree(member.rel)
+    if tree is None:
+        return None
+    path = member.facts.qualname.split(".")
+    body: list[ast.stmt] = tree.body
+    for part in path:
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return next((n for n in body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def arg_names(function: ast.FunctionDef) -> tuple[set[str], bool]:
+    """The names a function takes, and whether it takes ``**kwargs``."""
+    a = function.args
+    names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    return names, a.kwarg is not None
+
+
+def stub_source(index: RepoIndex, base: Member | None, method: str) -> str | None:
+    """``def method(<the base's parameters>) -> <its return>: raise NotImplementedError``."""
+    if base is None:
+        return None
+    function = class_function(index, base, method)
+    if function is None:
+        return None
+    returns = f" -> {ast.unparse(function.returns)}" if function.returns else ""
+    return f"def {method}({ast.unparse(function.args)}){returns}:\n    raise NotImplementedError\n"

@@ -1,0 +1,131 @@
+"""Learning a rule from the siblings' edits (anti-unification), and what it asks of a class.
+
+Every migrated sibling gives one example: its ``MethodEdit`` of the method the failure names.
+The edits are already generalised over names (class names are not part of them); a rule is
+learned only when every example has the same signature edit. Annotations may differ between
+siblings (one annotates, another does not): the rule keeps an annotation only when all agree.
+Bodies are never learned: the missed class keeps its own, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from fixers.learned.signature_edit import MethodEdit, Param
+
+Shape = Literal["rename", "new-parameter", "new-method"]
+SHOWN_SIBLINGS = 5  # siblings named in a rule's words; the rest are counted
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    """A commit the rule was learned from: full sha and subject line."""
+
+    sha: str
+    subject: str
+
+    def short(self) -> str:
+        """``a1b2c3d Exporter.export becomes emit``."""
+        return f"{self.sha[:7]} {self.subject}"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One sibling's migration: the class, its file, the commit, the edit."""
+
+    class_name: str
+    path: str
+    commit: CommitRef
+    edit: MethodEdit
+
+
+@dataclass(frozen=True)
+class MigrationRule:
+    """What the siblings did to ``method`` of ``base``'s subclasses, learned from ``examples``."""
+
+    base: str
+    method: str
+    shape: Shape
+    old_name: str | None
+    added: tuple[Param, ...]
+    removed: tuple[str, ...]
+    changed: tuple[Param, ...]
+    examples: tuple[Example, ...]
+
+    @property
+    def commits(self) -> tuple[CommitRef, ...]:
+        """The commits the examples come from, oldest example first, each once."""
+        return tuple(dict.fromkeys(e.commit for e in self.examples))
+
+    @property
+    def edit(self) -> MethodEdit:
+        """The learned edit itself."""
+        return MethodEdit(self.old_name, self.method, self.added, self.removed, self.changed)
+
+    def words(self) -> str:
+        """The rule in words, with where it was learned."""
+        names = list(dict.fromkeys(e.class_name for e in self.examples))
+        siblings = ", ".join(names[:SHOWN_SIBLINGS])
+        if len(names) > SHOWN_SIBLINGS:
+            siblings += f" and {len(names) - SHOWN_SIBLINGS} more"
+        commits = "; ".join(c.short() for c in self.commits)
+        return f"{self.edit.describe()}, as in {siblings} ({commits})"
+
+
+@dataclass(frozen=True)
+class NoRule:
+    """Why no rule was learned, with each sibling's edit as evidence."""
+
+    reason: str
+    evidence: tuple[str, ...] = ()
+
+
+def _shape(edit: MethodEdit) -> Shape:
+    if edit.old_name is None:
+        return "new-method"
+    return "new-parameter" if edit.old_name == edit.new_name else "rename"
+
+
+def _agreed(params: Sequence[Sequence[Param]]) -> tuple[Param, ...]:
+    """The first example's parameters, each annotation kept only when every example has it."""
+    first = params[0]
+    out: list[Param] = []
+    for i, param in enumerate(first):
+        annotations = {group[i].annotation for group in params}
+        kept = param.annotation if len(annotations) == 1 else None
+        out.append(Param(param.name, param.kind, param.default, kept))
+    return tuple(out)
+
+
+def evidence_line(example: Example) -> str:
+    """``CsvExporter (exporters/csv.py, a1b2c3d): rename export -> emit, add *, sink=None``."""
+    body = "; body edited too" if example.edit.body_changed else ""
+    return (
+        f"{example.class_name} ({example.path}, {example.commit.sha[:7]}): "
+        f"{example.edit.describe()}{body}"
+    )
+
+
+def learn_rule(base: str, method: str, examples: Sequence[Example]) -> MigrationRule | NoRule:
+    """The rule every example agrees on, or why there is none."""
+    if not examples:
+        return NoRule(f"no subclass of {base} was migrated to {method} in the contract commit")
+    keys = {e.edit.signature_key for e in examples}
+    if len(keys) > 1:
+        return NoRule(
+            f"the {len(examples)} siblings migrated {method} in {len(keys)} different ways",
+            tuple(evidence_line(e) for e in examples),
+        )
+    first = examples[0].edit
+    return MigrationRule(
+        base=base,
+        method=method,
+        shape=_shape(first),
+        old_name=first.old_name,
+        added=_agreed([e.edit.added for e in examples]),
+        removed=first.removed,
+        changed=_agreed([e.edit.changed for e in examples]),
+        examples=tuple(examples),
+    )

@@ -1,0 +1,167 @@
+"""One sibling's migration of one method, as data: a rename, parameters added, removed or changed.
+
+Read from the ``ast`` trees of a class before and after a commit (LibCST only writes: the
+examples are read, and ``ast`` reads the hundreds of files a contract commit touches about ten
+times faster), with names and source text only (no positions), so edits of differently named
+classes compare equal when they did the same thing: the "generalised over names" step of
+anti-unification.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Literal
+
+ParamKind = Literal[
+    "positional-only", "positional", "var-positional", "keyword-only", "var-keyword"
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter: its name, kind, default and annotation (source text; None when absent)."""
+
+    name: str
+    kind: ParamKind
+    default: str | None = None
+    annotation: str | None = None
+
+    def source(self) -> str:
+        """How it reads in a ``def`` (``sink: Sink | None = None``; ``**kwargs``)."""
+        star = {"var-positional": "*", "var-keyword": "**"}.get(self.kind, "")
+        annotated = f"{star}{self.name}" + (f": {self.annotation}" if self.annotation else "")
+        if self.default is None:
+            return annotated
+        return annotated + (" = " if self.annotation else "=") + self.default
+
+
+@dataclass(frozen=True)
+class MethodEdit:
+    """What one commit did to one method of one class.
+
+    ``old_name`` is None for a method the commit added, ``new_name`` None for one it removed;
+    equal names mean the method kept its name. ``body_changed`` says whether the statements
+    inside changed (the signature aside).
+    """
+
+    old_name: str | None
+    new_name: str | None
+    added: tuple[Param, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[Param, ...] = ()
+    body_changed: bool = False
+
+    @property
+    def signature_key(self) -> tuple[object, ...]:
+        """What siblings must agree on for a rule to be learned (annotations aside)."""
+        return (
+            self.old_name,
+            self.new_name,
+            tuple((p.name, p.kind, p.default) for p in self.added),
+            self.removed,
+            tuple((p.name, p.kind, p.default) for p in self.changed),
+        )
+
+    def describe(self) -> str:
+        """In words: ``rename export -> emit, add *, sink=None``."""
+        parts: list[str] = []
+        if self.old_name is None:
+            parts.append(f"add method {self.new_name}")
+        elif self.new_name is None:
+            parts.append(f"remove method {self.old_name}")
+        elif self.old_name != self.new_name:
+            parts.append(f"rename {self.old_name} -> {self.new_name}")
+        if self.added:
+            parts.append("add " + ", ".join(_shown(p) for p in self.added))
+        if self.removed:
+            parts.append("drop " + ", ".join(self.removed))
+        if self.changed:
+            parts.append("change " + ", ".join(_shown(p) for p in self.changed))
+        return ", ".join(parts) or "no signature change"
+
+
+def _shown(param: Param) -> str:
+    return ("*, " if param.kind == "keyword-only" else "") + param.source()
+
+
+def code_of(node: ast.AST | None) -> str | None:
+    """The source text of ``node`` as ``ast.unparse`` writes it (None for None)."""
+    return None if node is None else ast.unparse(node)
+
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def params_of(function: Function) -> tuple[Param, ...]:
+    """Every parameter of ``function`` in order, ``self``/``cls`` included."""
+    a = function.args
+    out: list[Param] = []
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(
+        a.defaults
+    )
+    for i, arg in enumerate(positional):
+        kind: ParamKind = "positional-only" if i < len(a.posonlyargs) else "positional"
+        out.append(Param(arg.arg, kind, code_of(defaults[i]), code_of(arg.annotation)))
+    if a.vararg is not None:
+        out.append(Param(a.vararg.arg, "var-positional", None, code_of(a.vararg.annotation)))
+    for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        out.append(Param(arg.arg, "keyword-only", code_of(default), code_of(arg.annotation)))
+    if a.kwarg is not None:
+        out.append(Param(a.kwarg.arg, "var-keyword", None, code_of(a.kwarg.annotation)))
+    return tuple(out)
+
+
+def _body_code(function: Function) -> str:
+    return ast.dump(ast.Module(body=function.body, type_ignores=[]))
+
+
+def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
+    """The edit that turns ``old`` into ``new`` (either may be None: added or removed)."""
+    if old is None or new is None:
+        return MethodEdit(
+            old.name if old is not None else None,
+            new.name if new is not None else None,
+        )
+    before = {p.name: p for p in params_of(old)}
+    after = {p.name: p for p in params_of(new)}
+    return MethodEdit(
+        old.name,
+        new.name,
+        added=tuple(p for name, p in after.items() if name not in before),
+        removed=tuple(name for name in before if name not in after),
+        changed=tuple(
+            p
+            for name, p in after.items()
+            if name in before and (before[name].kind, before[name].default) != (p.kind, p.default)
+        ),
+        body_changed=_body_code(old) != _body_code(new),
+    )
+
+
+def class_methods(node: ast.ClassDef) -> dict[str, Function]:
+    """The methods defined directly in a class body, by name (the last one wins, as in Python)."""
+    return {s.name: s for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[MethodEdit]:
+    """The edits of a class that concern method ``focus`` (its name after the commit).
+
+    A method ``focus`` that appeared is a rename when exactly one method disappeared, or when
+    one of several that did has the same body; otherwise it is a new method. A method ``focus``
+    present on both sides gives its parameter changes, if any.
+    """
+    old_methods, new_methods = class_methods(before), class_methods(after)
+    target = new_methods.get(focus)
+    if target is None:
+        return []
+    if focus in old_methods:
+        edit = method_edit(old_methods[focus], target)
+        has_change = edit.added or edit.removed or edit.changed
+        return [edit] if has_change else []
+    gone = [old_methods[name] for name in old_methods if name not in new_methods]
+    if len(gone) > 1:
+        same_body = [f for f in gone if _body_code(f) == _body_code(target)]
+        gone = same_body if len(same_body) == 1 else []
+    return [method_edit(gone[0] if gone else None, target)]

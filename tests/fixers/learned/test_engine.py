@@ -1,0 +1,191 @@
+"""Learned migrations end to end on real git histories (built by ``history_repos``): each shape
+of contract break, fixed or reported the way its own commit migrated the siblings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixers.classify import classify_file
+from fixers.learned.engine import Policy
+from fixers.outcome import FixResult
+from fixers.sweep import fix, write_changes
+from tests.fixers.git_repos import git
+from tests.fixers.learned import history_repos as repos
+
+MISSING_SHIP = (
+    "TypeError: Can't instantiate abstract class RailCarrier without an implementation for "
+    "abstract method 'ship'"
+)
+
+
+def _fix(repo: Path, tmp_path: Path, line: str, **options: object) -> FixResult:
+    log = repos.failure_log(tmp_path / "failure.log", line)
+    return fix(repo, [], imports=False, findings=classify_file(log), **options)  # type: ignore[arg-type]
+
+
+def _decisions(result: FixResult) -> dict[str, tuple[str, str]]:
+    return {
+        d.class_name: (d.outcome, d.reason)
+        for learning in result.learned
+        for d in learning.decisions
+    }
+
+
+def test_a_renamed_abstract_method_with_a_new_keyword_is_applied_to_every_missed_subclass(
+    tmp_path: Path,
+) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.commit is not None
+    assert learning.commit.subject == "Carrier.dispatch becomes ship with a priority"
+    assert learning.rule is not None
+    assert learning.rule.words().startswith(
+        "rename dispatch -> ship, add *, priority=0, as in AirCarrier, RoadCarrier, SeaCarrier"
+    )
+    assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
+    assert write_changes(repo, result) == ["shipping/rail.py", "tests/test_shipping.py"]
+    rail = (repo / "shipping/rail.py").read_text()
+    assert "    # railcarrier legs\n    def ship(self, parcel, *, priority=0):\n" in rail
+    assert 'return "rail:" + parcel' in rail
+    # A class with a method of the same name that does not derive from the base: untouched.
+    assert "def dispatch(self, parcel)" in (repo / "shipping/courier.py").read_text()
+    assert "Courier" not in _decisions(result)
+    # The siblings the commit migrated are left as they are, each with its reason.
+    assert _decisions(result)["RoadCarrier"] == ("skipped", "already defines ship")
+
+
+def test_evidence_holds_and_a_second_run_finds_nothing_to_do(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    assert all(c.evidence is not None and c.evidence.ok for c in result.changes)
+    write_changes(repo, result)
+    again = _fix(repo, tmp_path, MISSING_SHIP)
+    assert again.changes == []
+
+
+def test_a_subclass_added_on_a_concurrent_branch_is_as_broken_as_a_missed_one(
+    tmp_path: Path,
+) -> None:
+    repo = repos.shipping_with_concurrent_branch(tmp_path / "repo")
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    assert "shipping/truck.py" in {c.path for c in result.changes}
+    assert _decisions(result)["TruckCarrier"][0] == "fixed"
+
+
+def test_a_new_keyword_the_base_passes_is_added_with_the_siblings_kind_and_default(
+    tmp_path: Path,
+) -> None:
+    repo = repos.metering_repo(tmp_path / "repo")
+    result = _fix(
+        repo, tmp_path, "TypeError: Gauge.sample() got an unexpected keyword argument 'labels'"
+    )
+    [change] = result.changes
+    assert change.path == "metering/gauge.py"
+    assert "    def sample(self, value, *, labels: dict | None = None):\n" in change.after
+
+
+def test_a_new_positional_argument_the_base_passes_is_added_to_the_missed_override(
+    tmp_path: Path,
+) -> None:
+    repo = repos.metering_repo(tmp_path / "repo", positional=True)
+    line = "TypeError: Gauge.sample() takes 2 positional arguments but 3 were given"
+    [change] = _fix(repo, tmp_path, line).changes
+    assert "    def sample(self, value, labels=None):\n" in change.after
+
+
+def test_a_test_double_gets_a_typed_stub_and_a_production_class_is_reported(
+    tmp_path: Path,
+) -> None:
+    repo = repos.storage_repo(tmp_path / "repo")
+    result = _fix(
+        repo,
+        tmp_path,
+        "TypeError: Can't instantiate abstract class FakeStore with abstract method scan",
+    )
+    [change] = result.changes
+    assert change.path == "tests/test_storage.py"
+    assert change.after.endswith(
+        "        return None\n\n    def scan(self, prefix: str) -> list[str]:\n"
+        "        raise NotImplementedError\n"
+    )
+    outcome, reason = _decisions(result)["DiskStore"]
+    assert outcome == "reported" and "each sibling wrote its own body" in reason
+    assert any(s.class_qualname == "DiskStore" for s in result.report.skips)
+
+
+def test_siblings_that_disagree_teach_nothing_and_nothing_is_written(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo", priorities={"road": "0", "air": "1", "sea": "0"})
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is None and result.changes == []
+    assert "migrated ship in 2 different ways" in learning.problem
+    assert any("AirCarrier" in line and "priority=1" in line for line in learning.evidence)
+    assert _decisions(result)["RailCarrier"][0] == "reported"
+
+
+def test_a_base_outside_the_repository_learns_from_the_upgrade_commit(tmp_path: Path) -> None:
+    repo = repos.plugins_repo(tmp_path / "repo")
+    result = _fix(
+        repo,
+        tmp_path,
+        "TypeError: Can't instantiate abstract class GammaPlugin without an implementation for "
+        "abstract method 'start'",
+    )
+    [learning] = result.learned
+    assert learning.base == "Plugin" and learning.base_path is None
+    [change] = result.changes
+    assert "    def start(self, app):\n" in change.after
+
+
+def test_a_shallow_clone_is_deepened_from_its_origin(tmp_path: Path) -> None:
+    origin = repos.shipping_repo(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    result = _fix(clone, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None and learning.commit is not None
+    assert "shipping/rail.py" in {c.path for c in result.changes}
+
+
+def test_history_beyond_the_depth_limit_is_reported_not_guessed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    origin = repos.shipping_repo(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    # The limit is a setting of the policy; one commit of history is all this clone may have.
+    monkeypatch.setattr("fixers.sweep.Policy", lambda **kw: Policy(**kw, max_depth=1))
+    result = _fix(clone, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.problem.startswith("contract commit not in history (shallow clone")
+    assert result.changes == []
+
+
+def test_a_forbidden_rule_is_reported_not_applied(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    repos.commit(repo, "forbid", {".repairbot.toml": '[learned]\nforbid = ["Carrier.*"]\n'})
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    assert result.changes == []
+    assert "forbidden by .repairbot.toml" in result.learned[0].problem
+
+
+def test_a_directory_that_is_not_a_repository_has_no_history_to_learn_from(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    git(repo, "rev-parse", "HEAD")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "rail.py").write_text((repo / "shipping/rail.py").read_text())
+    result = _fix(plain, tmp_path, MISSING_SHIP)
+    assert result.learned[0].problem.startswith("no history to learn from")
+
+
+def test_a_base_defined_twice_is_reported(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    repos.commit(repo, "a second Carrier", {"legacy/base.py": "class Carrier:\n    def ship(self):\n        pass\n"})  # fmt: skip
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    # RailCarrier's own import names one of them; the learned base is that one or a report.
+    learning = result.learned[0]
+    assert learning.rule is not None or "defined 2 times" in learning.problem
