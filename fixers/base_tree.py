@@ -103,6 +103,17 @@ def work_tree(path: Path) -> WorkTree:
     return WorkTree(Path(top), prefix)
 
 
+def changed_python_files(tree: WorkTree, commit: str) -> list[str]:
+    """The ``*.py`` files of ``tree`` that differ from ``commit`` (staged, unstaged or untracked,
+    renames and deletions aside), relative to the tree's directory."""
+    env = _isolated_env()
+    diff = _git(tree.top, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z",
+                "--diff-filter=AMR", "--end-of-options", commit, "--", "*.py", env=env)  # fmt: skip
+    new = _git(tree.top, "ls-files", "-z", "--others", "--exclude-standard", "--", "*.py", env=env)
+    paths = {p.decode("utf-8", "surrogateescape") for p in (*diff.split(b"\0"), *new.split(b"\0"))}
+    return sorted(p[len(tree.prefix) :] for p in paths if p and p.startswith(tree.prefix))
+
+
 def resolve_commit(top: Path, ref: str) -> str:
     """The full SHA of the commit ``ref`` names, or GitTreeError."""
     try:

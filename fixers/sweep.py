@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,9 @@ from fixers.import_check import (
     start_server,
 )
 from fixers.index import Hierarchy, IndexCache, RepoIndex
+from fixers.learned.breaks import ContractBreak, breaks_of
 from fixers.learned.engine import Learning, MigrationEngine, Policy
+from fixers.learned.history import History
 from fixers.outcome import FileChange, FixResult, ImportStatus, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
@@ -193,22 +195,36 @@ def _hold(
     return dataclasses.replace(state, report=report), kept_back
 
 
-def learn_from(root: Path, state: SweepState, findings: Sequence[Finding]) -> list[Learning]:
-    """Learn the contract breaks ``findings`` name and add their violations (and hierarchies)
-    to ``state``; subclasses reported rather than fixed become skips with the reason."""
-    if not findings:
+def learn_from(
+    root: Path,
+    state: SweepState,
+    findings: Sequence[Finding] = (),
+    *,
+    breaks: Sequence[ContractBreak] = (),
+    history: History | None = None,
+    only: Collection[str] | None = None,
+) -> list[Learning]:
+    """Learn the contract breaks ``findings`` name (and ``breaks``, found without a log) from
+    the history of ``root`` (or ``history``), and add their violations and hierarchies to
+    ``state``; subclasses reported rather than fixed become skips with the reason.
+
+    ``only``: the files a change touched (a check of that change): misses elsewhere are the
+    base's, not the change's, and are left out."""
+    wanted = [*breaks_of(findings), *breaks]
+    if not wanted:
         return []
     policy = Policy(forbid=state.config.learned_forbid, test_dirs=state.config.test_dirs)
-    learnings = MigrationEngine(root, state.index, policy).learn(findings)
+    engine = MigrationEngine(root, state.index, policy, history)
+    learnings = engine.learn_breaks(wanted)
     for learning in learnings:
+        if only is not None:
+            learning.violations = [v for v in learning.violations if v.path in only]
+            learning.decisions = [d for d in learning.decisions if d.path in only]
         if learning.hierarchy is not None and learning.violations:
             state.hierarchies.append(learning.hierarchy)
             state.report.violations.extend(learning.violations)
-        state.report.skips.extend(
-            Skip(d.path, d.reason, d.class_name)
-            for d in learning.decisions
-            if d.outcome == "reported"
-        )
+        reported = [d for d in learning.decisions if d.outcome == "reported"]
+        state.report.skips.extend(Skip(d.path, d.reason, d.class_name) for d in reported)
     return learnings
 
 

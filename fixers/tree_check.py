@@ -19,10 +19,19 @@ from fixers.contracts import CONFIG_FILE
 from fixers.import_check import DEFAULT_PRELOAD, check_imports, imported_of
 from fixers.index import IndexCache
 from fixers.introduced import introduced
+from fixers.learned.history import History
+from fixers.learned.static_breaks import static_breaks
 from fixers.outcome import FixResult, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
-from fixers.sweep import SweepState, attach_imports, fix_in_memory, run_sweep, write_changes
+from fixers.sweep import (
+    SweepState,
+    attach_imports,
+    fix_in_memory,
+    learn_from,
+    run_sweep,
+    write_changes,
+)
 from fixers.violation_types import Violation
 
 # The files whose settings a sweep reads at the top of the tree (python floor, excludes).
@@ -77,15 +86,29 @@ def copy_rules(root: Path, base_root: Path) -> None:
         target.write_bytes(data)
 
 
-def check_tree(root: Path, base_root: Path, cache: IndexCache | None = None) -> TreeCheck:
+def check_tree(
+    root: Path,
+    base_root: Path,
+    cache: IndexCache | None = None,
+    *,
+    changed: Sequence[str] = (),
+    history: History | None = None,
+) -> TreeCheck:
     """Sweep ``root`` and ``base_root`` (a materialised base, see ``fixers.base_tree``) with
     ``root``'s rules; the violations ``root`` adds.
+
+    ``changed``: the files ``root`` changed; a concrete class of theirs that lacks an abstract
+    method of its base is a contract break whose migration is learned from ``history`` (where
+    the failing tree's past is; default ``root``'s own) and counts as introduced when a rule is
+    learned (``fixers.learned``).
 
     ``base_root``'s rule files are replaced by ``root``'s. The base sweep runs without a git
     hook's environment (``without_hook_env``), so it is for single-threaded callers.
     """
     cache = cache if cache is not None else IndexCache()
     head = run_sweep(root, cache=cache)
+    breaks = static_breaks(head.index, changed)
+    learn_from(root, head, breaks=breaks, history=history, only=set(changed))
     copy_rules(root, base_root)
     with without_hook_env():
         base = run_sweep(base_root, head.report.contracts, cache=content_cache(cache)).report

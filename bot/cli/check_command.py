@@ -21,6 +21,7 @@ from bot.runner.sandbox import sandbox_options
 from fixers.base_tree import (
     GitTreeError,
     WorkTree,
+    changed_python_files,
     default_base,
     materialised,
     resolve_commit,
@@ -141,8 +142,9 @@ def check_command(
     printer.line(f"base: {visible(how)} ({commit[:12]})")
     cache = IndexCache()
     try:
+        changed = changed_python_files(tree, commit)
         with materialised(tree, commit) as base_root:
-            check = check_tree(root, base_root, cache)
+            check = check_tree(root, base_root, cache, changed=changed)
     except GitTreeError as exc:
         raise _usage_error(f"cannot read the base tree: {exc}") from exc
     if fix and check.introduced:

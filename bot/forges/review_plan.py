@@ -33,7 +33,7 @@ from fixers.outcome import FileChange
 from fixers.unified_diff import CONTEXT, split_lines, unified_diff
 from fixers.violation_types import Violation
 
-SUGGESTED = frozenset({"rename", "stub"})
+SUGGESTED = frozenset({"rename", "stub", "learned"})
 PATCHED = frozenset({"snapshot", "pending-flag"})
 
 

@@ -25,8 +25,10 @@ from bot.pipeline.contract_check_tree import (
 )
 from fixers.contracts import CONFIG_FILE, CONFIG_FILES
 from fixers.introduced import introduced
+from fixers.learned.history import History
+from fixers.learned.static_breaks import static_breaks
 from fixers.outcome import FileChange
-from fixers.sweep import Progress, fix_in_memory, run_sweep
+from fixers.sweep import Progress, fix_in_memory, learn_from, run_sweep
 from fixers.violation_types import Violation
 
 # Exit 0 and the tree; exit 1, the tree and the conflicted paths; else git's error on stderr.
@@ -135,7 +137,8 @@ def sweep_pull(
     if not isinstance(merged, str):
         return merged
     base_tree = tree_of(repo, base)
-    files_changed = len(changed_paths(repo, base_tree, merged))
+    paths = changed_paths(repo, base_tree, merged)
+    files_changed = len(paths)
     if files_changed > max_files:
         return TooManyFiles(files_changed, max_files)
     checked = with_entries_of(repo, merged, base_tree, CONFIG_FILES)
@@ -143,10 +146,20 @@ def sweep_pull(
     config_changed = top_entries(repo, merged, own) != top_entries(repo, base_tree, own)
     try:
         with tree_of_repository(trees_dir, repository) as on_disk:
-            swept = _sweep_both(repo, on_disk, base_tree, checked, files_changed, budget, progress)
+            pull = _Pull(History(repo, base), paths)
+            swept = _sweep_both(repo, on_disk, base_tree, checked, pull, budget, progress)
     except OverBudget as exc:
         return OverWriteBudget(str(exc))
     return replace(swept, config_changed=config_changed)
+
+
+@dataclass(frozen=True)
+class _Pull:
+    """What the merged tree's sweep needs of the PR: the base's history (learned migrations are
+    learned from the base branch's commits, never the PR's) and the paths the PR changes."""
+
+    history: History
+    paths: list[str]
 
 
 def _sweep_both(
@@ -154,7 +167,7 @@ def _sweep_both(
     on_disk: TreeOnDisk,
     base_tree: str,
     merged_tree: str,
-    files_changed: int,
+    pull: _Pull,
     budget: WriteBudget | None,
     progress: Progress | None,
 ) -> Swept:
@@ -165,6 +178,10 @@ def _sweep_both(
         on_disk.state.remember_base(base_tree, before)
     on_disk.move_to(repo, merged_tree, budget)
     after = run_sweep(on_disk.root, cache=on_disk.cache, progress=progress)
+    # A subclass the PR adds (or edits) against a contract the base changed since: learned.
+    python = [p for p in pull.paths if p.endswith(".py")]
+    breaks = static_breaks(after.index, python)
+    learn_from(on_disk.root, after, breaks=breaks, history=pull.history, only=set(python))
     added = introduced(before, after.report.violations)
     changes = fix_in_memory(on_disk.root, after, added).changes if added else []
-    return Swept(added, changes, len(before), files_changed)
+    return Swept(added, changes, len(before), len(pull.paths))

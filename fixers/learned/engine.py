@@ -27,6 +27,7 @@ from fixers.learned.examples import commit_examples
 from fixers.learned.history import (
     DEEPEN_STEP,
     DEFAULT_MAX_DEPTH,
+    History,
     commits_changing,
     deepen,
     history_depth,
@@ -128,17 +129,31 @@ def _relevant(brk: ContractBreak, example: Example) -> bool:
 class MigrationEngine:
     """Learns rules for the breaks of one failure in one repository tree (at its HEAD)."""
 
-    def __init__(self, root: Path, index: RepoIndex, policy: Policy) -> None:
-        self.root, self.index, self.policy = root, index, policy
+    def __init__(
+        self, root: Path, index: RepoIndex, policy: Policy, history: History | None = None
+    ) -> None:
+        """``history``: where the tree's past is, when ``root`` is not a git work tree at the
+        failing commit (a pre-merge check's tree on disk, read from the mirror)."""
+        self.root, self.index, self.policy, self.history = root, index, policy, history
 
     def learn(self, findings: Iterable[Finding]) -> list[Learning]:
         """One ``Learning`` per break the findings name."""
-        return [self._learn(brk) for brk in breaks_of(findings)]
+        return self.learn_breaks(breaks_of(findings))
+
+    def learn_breaks(self, breaks: Iterable[ContractBreak]) -> list[Learning]:
+        """One ``Learning`` per break."""
+        return [self._learn(brk) for brk in breaks]
+
+    def _history(self) -> History:
+        if self.history is not None:
+            return self.history
+        tree = work_tree(self.root)
+        return History(tree.top, prefix=tree.prefix)
 
     def _learn(self, brk: ContractBreak) -> Learning:
         learning = Learning(brk)
         try:
-            top = work_tree(self.root).top
+            history = self._history()
         except GitTreeError as exc:
             learning.problem = f"no history to learn from: {exc}"
             return learning
@@ -175,36 +190,41 @@ class MigrationEngine:
             source="learned",
         )
         learning.hierarchy = self.index.load_hierarchies([family])[0]
-        self._find_rule(top, learning)
+        self._find_rule(history, learning)
         self._decide(learning)
         return learning
 
     def _search(
-        self, top: Path, learning: Learning, pattern: str, paths: list[str], count: bool
+        self, history: History, learning: Learning, pattern: str, paths: list[str], count: bool
     ) -> list[CommitRef]:
+        top, tip = history.top, history.tip
+        paths = [history.prefix + path for path in paths]
+
         def search() -> list[CommitRef]:
-            found = commits_changing(top, pattern, paths, limit=MAX_CANDIDATES, count_change=count)
+            found = commits_changing(
+                top, pattern, paths, tip=tip, limit=MAX_CANDIDATES, count_change=count
+            )
             cut = shallow_boundary(top)
             return [c for c in found if c.sha not in cut]
 
         commits = search()
         while not commits and is_shallow(top):
-            depth = history_depth(top)
+            depth = history_depth(top, tip)
             if depth >= self.policy.max_depth or not deepen(top, DEEPEN_STEP):
                 learning.notes.append(f"shallow clone: searched {depth} commit(s)")
                 break
             commits = search()
         return commits
 
-    def _find_rule(self, top: Path, learning: Learning) -> None:
+    def _find_rule(self, history: History, learning: Learning) -> None:
         brk, hierarchy = learning.brk, learning.hierarchy
         assert hierarchy is not None
         on_base, on_siblings, count = _patterns(brk)
         sibling_files = sorted({m.rel for m in hierarchy.members.values()})
         if learning.base_path is not None:
-            candidates = self._search(top, learning, on_base, [learning.base_path], count)
+            candidates = self._search(history, learning, on_base, [learning.base_path], count)
         else:
-            candidates = self._search(top, learning, on_siblings, sibling_files, False)
+            candidates = self._search(history, learning, on_siblings, sibling_files, False)
         if not candidates:
             learning.problem = "contract commit not in history" + (
                 f" ({learning.notes[-1]})" if learning.notes else ""
@@ -213,7 +233,7 @@ class MigrationEngine:
         family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
         examples: list[Example] = []
         for commit in candidates:
-            taught = commit_examples(top, commit, family, brk.method)
+            taught = commit_examples(history.top, commit, family, brk.method)
             learning.notes.extend(taught.notes)
             found = [e for e in taught.examples if _relevant(brk, e)]
             if found:
@@ -224,10 +244,15 @@ class MigrationEngine:
         learning.commit = learning.commit or candidates[0]
         if learning.base_path is not None and examples:
             later = commits_changing(
-                top, on_siblings, sibling_files, since=learning.commit.sha, limit=MAX_LATER_COMMITS
+                history.top,
+                on_siblings,
+                [history.prefix + path for path in sibling_files],
+                since=learning.commit.sha,
+                tip=history.tip,
+                limit=MAX_LATER_COMMITS,
             )
             for commit in later:
-                more = commit_examples(top, commit, family, brk.method).examples
+                more = commit_examples(history.top, commit, family, brk.method).examples
                 examples.extend(e for e in more if _relevant(brk, e))
         learned = learn_rule(learning.base, brk.method, examples)
         if isinstance(learned, NoRule):

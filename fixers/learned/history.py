@@ -29,6 +29,16 @@ class HistoryError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class History:
+    """Where to read history: a repository (a work tree or a bare mirror) and the commit whose
+    past holds the contract commit (HEAD for a checkout; the base branch's commit for a PR)."""
+
+    top: Path
+    tip: str = "HEAD"
+    prefix: str = ""  # the swept tree's directory below ``top`` ("" at the top, else "sub/")
+
+
+@dataclass(frozen=True)
 class FileChangeRef:
     """A Python file a commit changed: its path before and after (renames followed)."""
 
@@ -55,14 +65,15 @@ def commits_changing(
     paths: Sequence[str] = (),
     *,
     since: str | None = None,
+    tip: str = "HEAD",
     limit: int = 20,
     count_change: bool = True,
 ) -> list[CommitRef]:
-    """Commits reachable from HEAD (newest first, at most ``limit``) whose diff of ``paths``
+    """Commits reachable from ``tip`` (newest first, at most ``limit``) whose diff of ``paths``
     changes how often ``pattern`` (a regular expression) occurs (``count_change``), or adds or
     removes a line matching it."""
     pickaxe = ["-S", pattern, "--pickaxe-regex"] if count_change else ["-G", pattern]
-    revision = f"{since}..HEAD" if since else "HEAD"
+    revision = f"{since}..{tip}" if since else tip
     out = git_isolated(
         top,
         "log",
@@ -161,9 +172,9 @@ def shallow_boundary(top: Path) -> frozenset[str]:
         return frozenset()
 
 
-def history_depth(top: Path) -> int:
-    """How many commits HEAD reaches here."""
-    return int(_text(git_isolated(top, "rev-list", "--count", "HEAD")).strip() or 0)
+def history_depth(top: Path, tip: str = "HEAD") -> int:
+    """How many commits ``tip`` reaches here."""
+    return int(_text(git_isolated(top, "rev-list", "--count", tip)).strip() or 0)
 
 
 def deepen(top: Path, by: int) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from fixers.index import Member, RepoIndex
 
 
-def _parents(index: RepoIndex, qualname: str) -> list[str]:
+def parents_of(index: RepoIndex, qualname: str) -> list[str]:
     """The fully qualified parents of a class, parsing the modules they are defined in."""
     rel, cls = index.classes[qualname]
     module = index.files[rel].module
@@ -37,7 +37,7 @@ def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | 
     queue = [qualname]
     while queue:
         current = queue.pop(0)
-        for parent in _parents(index, current):
+        for parent in parents_of(index, current):
             if parent in seen:
                 continue
             seen.add(parent)

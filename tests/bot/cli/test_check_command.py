@@ -232,3 +232,23 @@ def test_import_check_keeps_a_module_that_fails_to_import_unwritten(repo: Path) 
     assert "wrote pkg/new.py: rename_forbidden on NewWorker (imports in the sandbox: ok)" in (
         good.stdout
     )
+
+
+def test_a_subclass_added_against_a_changed_contract_is_fixed_as_the_contract_commit_did(
+    tmp_path: Path,
+) -> None:
+    from tests.fixers.learned import history_repos as repos
+    from tests.fixers.learned.test_static_breaks import TRUCK
+
+    shipping = repos.shipping_repo(tmp_path / "shipping")
+    git(shipping, "checkout", "-q", "-b", "trucks")
+    repos.commit(shipping, "add trucks", {"shipping/truck.py": TRUCK})
+    proc = _check(shipping, "--base", "main")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "shipping/truck.py:5: learned-migration" in proc.stdout
+    assert "rename dispatch -> ship" in proc.stdout and "1 introduced" in proc.stdout
+    assert "rail.py" not in proc.stdout  # missed on the base already: not this change's
+    fixed = _check(shipping, "--base", "main", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    truck = (shipping / "shipping/truck.py").read_text()
+    assert "    def ship(self, parcel, *, priority=0):\n        return parcel\n" in truck
