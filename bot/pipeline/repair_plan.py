@@ -37,7 +37,7 @@ def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
     fixable = [f for f in findings if contract_fixed(f)]
     learned = [
         PlannedRun(
-            root_cause=brk.as_contract().describe(),
+            root_cause=brk.root_cause,
             signature=finding.signature,
             contract=brk.as_contract(),
             fixable=True,
@@ -47,7 +47,12 @@ def plan_runs(findings: Sequence[Finding]) -> list[PlannedRun]:
         if finding.fixer == LEARNING_FIXER
         for brk in breaks_of([finding])
     ]
-    learned = list({run.contract: run for run in learned}.values())
+    # One run per root cause: the first class named stands for the others (one learning finds
+    # every subclass the contract commit missed).
+    first: dict[str, PlannedRun] = {}
+    for run in learned:
+        first.setdefault(run.root_cause, run)
+    learned = list(first.values())
     if contracts or learned:
         signatures = [f.signature for f in fixable]
         preferred = "contract-forward-override"

@@ -36,11 +36,17 @@ class ContractBreak:
         extra = f" (keyword {self.keyword})" if self.keyword else ""
         return f"{self.class_name}.{self.method}: {self.kind}{extra}"
 
+    @property
+    def root_cause(self) -> str:
+        """What breaks of one root cause share: the shape, the method and the keyword (the
+        classes differ: every subclass the contract commit missed fails the same way)."""
+        return f"learned:{self.kind}:{self.method}:{self.keyword or ''}"
+
     def as_contract(self) -> Contract:
-        """The contract a repair run of this break carries (``source="learned"``): the class the
-        log named and the method; the real base and rule are learned when the run starts."""
+        """The contract a repair run of this break's root cause carries (``source="learned"``):
+        a class the log named and the method; the base and the rule are learned when it runs."""
         return Contract(
-            name=f"learned:{self.class_name}.{self.method}",
+            name=self.root_cause,
             base=self.class_name,
             forbidden=self.method,
             hook=self.method,
@@ -68,9 +74,9 @@ def breaks_of(findings: Iterable[Finding]) -> list[ContractBreak]:
 
 
 def findings_of_break(contract: Contract, findings: Iterable[Finding]) -> list[Finding]:
-    """The findings whose break ``contract`` (``ContractBreak.as_contract``) stands for."""
+    """The findings of the root cause ``contract`` (``ContractBreak.as_contract``) stands for."""
     return [
         finding
         for finding in findings
-        if any(b.as_contract() == contract for b in breaks_of([finding]))
+        if any(b.root_cause == contract.name for b in breaks_of([finding]))
     ]

@@ -141,8 +141,18 @@ class MigrationEngine:
         return self.learn_breaks(breaks_of(findings))
 
     def learn_breaks(self, breaks: Iterable[ContractBreak]) -> list[Learning]:
-        """One ``Learning`` per break."""
-        return [self._learn(brk) for brk in breaks]
+        """One ``Learning`` per root cause: a break whose class an earlier learning of the same
+        method already decided on is that learning's (the base's other misses)."""
+        learnings: list[Learning] = []
+        for brk in breaks:
+            decided = {
+                (d.class_name.rsplit(".", 1)[-1], learning.brk.method)
+                for learning in learnings
+                for d in learning.decisions
+            }
+            if (brk.class_name, brk.method) not in decided:
+                learnings.append(self._learn(brk))
+        return learnings
 
     def _history(self) -> History:
         if self.history is not None:

@@ -57,6 +57,21 @@ def test_a_renamed_abstract_method_with_a_new_keyword_is_applied_to_every_missed
     assert _decisions(result)["RoadCarrier"] == ("skipped", "already defines ship")
 
 
+def test_two_missed_classes_in_one_log_are_one_root_cause(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    log = tmp_path / "two.log"
+    log.write_text(
+        f"E   {MISSING_SHIP}\n"
+        "E   TypeError: Can't instantiate abstract class FakeCarrier without an implementation "
+        "for abstract method 'ship'\n",
+        encoding="utf-8",
+    )
+    findings = classify_file(log)
+    result = fix(repo, [], imports=False, findings=findings)
+    assert len(result.learned) == 1
+    assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
+
+
 def test_evidence_holds_and_a_second_run_finds_nothing_to_do(tmp_path: Path) -> None:
     repo = repos.shipping_repo(tmp_path / "repo")
     result = _fix(repo, tmp_path, MISSING_SHIP)

@@ -1,0 +1,46 @@
+"""Which runs a classified report needs (``plan_runs``): one per root cause."""
+
+from __future__ import annotations
+
+from bot.pipeline.repair_plan import fixable_tests, plan_runs
+from fixers.classify import classify_failures
+from fixers.failures import Failure
+
+
+def _failure(test: str, text: str) -> Failure:
+    return Failure(test_id=test, error_text=text)
+
+
+def test_missed_subclasses_of_one_contract_change_are_one_learned_run() -> None:
+    findings = classify_failures([
+        _failure("t::a", "TypeError: Can't instantiate abstract class RailCarrier without an "
+                 "implementation for abstract method 'ship'"),
+        _failure("t::b", "TypeError: Can't instantiate abstract class FakeCarrier without an "
+                 "implementation for abstract method 'ship'"),
+        _failure("t::c", "TypeError: Gauge.sample() got an unexpected keyword argument 'labels'"),
+    ])  # fmt: skip
+    runs = plan_runs(findings)
+    assert [(r.signature, r.contract.name if r.contract else None) for r in runs] == [
+        ("abstract-class-instantiation", "learned:missing-abstract:ship:"),
+        ("override-unexpected-keyword", "learned:unexpected-keyword:sample:labels"),
+    ]
+    assert all(r.fixable and r.contract and r.contract.source == "learned" for r in runs)
+
+
+def test_a_known_contract_and_a_learned_break_are_two_runs_and_tests_stay_apart() -> None:
+    findings = classify_failures([
+        _failure("t::guard", "TypeError: MTPWorker must not override SpecWorkerBase.forward; "
+                 "implement _forward_impl instead."),
+        _failure("t::ship", "TypeError: Can't instantiate abstract class RailCarrier with "
+                 "abstract method ship"),
+    ])  # fmt: skip
+    runs = plan_runs(findings)
+    assert [r.contract.source if r.contract else None for r in runs] == ["builtin", "learned"]
+    # The known contract's fix answers for its own tests only.
+    assert fixable_tests(findings) == ["t::guard"]
+
+
+def test_a_report_with_nothing_fixable_is_one_unfixable_run() -> None:
+    findings = classify_failures([_failure("t::x", "ModuleNotFoundError: No module named 'x'")])
+    [run] = plan_runs(findings)
+    assert run.contract is None and not run.fixable
