@@ -182,12 +182,8 @@ class MigrationEngine:
         if any(fnmatch(f"{base}.{brk.method}", pattern) for pattern in self.policy.forbid):
             learning.problem = f"learning {base}.{brk.method} is forbidden by .repairbot.toml"
             return learning
-        duplicates = [q for q, (_, c) in self.index.classes.items() if c.name == base]
-        if base_rel is not None and len(duplicates) > 1:
-            learning.problem = f"{base} is defined {len(duplicates)} times: " + ", ".join(
-                sorted(duplicates)
-            )
-            return learning
+        # The base is the class the failing class's imports resolve to (its module pinned
+        # below): another class of the same name elsewhere is not this contract's.
         module = base_qual.rpartition(".")[0] if base_rel is not None else None
         family = Contract(
             name=f"learned:{base}.{brk.method}",

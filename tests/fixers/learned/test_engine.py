@@ -197,10 +197,34 @@ def test_a_directory_that_is_not_a_repository_has_no_history_to_learn_from(tmp_p
     assert result.learned[0].problem.startswith("no history to learn from")
 
 
-def test_a_base_defined_twice_is_reported(tmp_path: Path) -> None:
+def test_a_base_defined_twice_is_the_one_the_imports_name(tmp_path: Path) -> None:
     repo = repos.shipping_repo(tmp_path / "repo")
-    repos.commit(repo, "a second Carrier", {"legacy/base.py": "class Carrier:\n    def ship(self):\n        pass\n"})  # fmt: skip
+    repos.commit(repo, "a second Carrier", {
+        "legacy/__init__.py": "",
+        "legacy/base.py": "class Carrier:\n    def ship(self):\n        pass\n",
+        "legacy/van.py": "from legacy.base import Carrier\n\n\nclass Van(Carrier):\n"
+        "    def dispatch(self, parcel):\n        return parcel\n",
+    })  # fmt: skip
     result = _fix(repo, tmp_path, MISSING_SHIP)
-    # RailCarrier's own import names one of them; the learned base is that one or a report.
-    learning = result.learned[0]
-    assert learning.rule is not None or "defined 2 times" in learning.problem
+    [learning] = result.learned
+    assert learning.base_path == "shipping/base.py" and learning.rule is not None
+    # Van derives from the other Carrier: not this contract's, never touched.
+    assert "legacy/van.py" not in {c.path for c in result.changes}
+    assert "Van" not in _decisions(result)
+
+
+def test_a_binary_or_huge_file_in_the_contract_commit_is_passed_over_with_a_note(
+    tmp_path: Path,
+) -> None:
+    repo = repos.new_repo(tmp_path / "repo")
+    repos.shipping_before(repo)
+    huge = "X = 1\n" * 400_000  # 2.4 MB: over the examples' cap
+    repos.commit(repo, "assets", {"shipping/blob.py": "B = 0\n", "shipping/huge.py": "X = 0\n"})
+    (repo / "shipping/blob.py").write_bytes(b"\x00\x01binary")
+    repos.write(repo, {"shipping/huge.py": huge})
+    repos.shipping_contract_commit(repo)  # commits the binary and the huge file along with it
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None and "shipping/rail.py" in {c.path for c in result.changes}
+    notes = " ".join(learning.notes)
+    assert "shipping/blob.py" in notes and "shipping/huge.py" in notes
