@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fixers.failures import Finding
+from fixers.learned.policy import LearnedConfig, parse_learned
 from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, read_repo_file
 
 CONFIG_FILE = ".repairbot.toml"
@@ -56,8 +57,8 @@ class RepoConfig:
     errors: tuple[str, ...] = field(default_factory=tuple)
     # [fan_out] rerun_command: posted on affected PRs once the base-branch fix merged (None: never)
     rerun_command: str | None = None
-    # [learned] forbid: "Base.method" patterns (fnmatch) whose learned migrations are only reported
-    learned_forbid: tuple[str, ...] = ()
+    # [learned]: rules never learned, rules pinned (fixers.learned.policy)
+    learned: LearnedConfig = field(default_factory=LearnedConfig)
 
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -204,9 +205,8 @@ def parse_config(text: str, root: Path) -> RepoConfig:
     rerun_command, problem = _rerun_command(data.get("fan_out"))
     if problem:
         errors.append(problem)
-    learned_forbid, problem = _learned_forbid(data.get("learned", {}))
-    if problem:
-        errors.append(problem)
+    learned, problems = parse_learned(data.get("learned", {}), CONFIG_FILE)
+    errors.extend(problems)
     return RepoConfig(
         contracts=tuple(contracts),
         test_dirs=test_dirs,
@@ -215,21 +215,11 @@ def parse_config(text: str, root: Path) -> RepoConfig:
         max_file_bytes=max_file_bytes,
         errors=tuple(errors),
         rerun_command=rerun_command,
-        learned_forbid=learned_forbid,
+        learned=learned,
     )
 
 
 RERUN_COMMAND_MAX = 200
-
-
-def _learned_forbid(table: object) -> tuple[tuple[str, ...], str | None]:
-    """``[learned] forbid``: "Base.method" patterns only reported (fixers.learned), or a problem."""
-    if not isinstance(table, dict):
-        return (), f"{CONFIG_FILE}: [learned] must be a table"
-    try:
-        return _string_list(table.get("forbid", []), "[learned] forbid"), None
-    except ValueError as exc:
-        return (), str(exc)
 
 
 def _rerun_command(table: object) -> tuple[str | None, str | None]:

@@ -27,8 +27,9 @@ from fixers.import_check import (
 )
 from fixers.index import Hierarchy, IndexCache, RepoIndex
 from fixers.learned.breaks import ContractBreak, breaks_of
-from fixers.learned.engine import Learning, MigrationEngine, Policy
+from fixers.learned.engine import Learning, MigrationEngine
 from fixers.learned.history import History
+from fixers.learned.policy import Policy
 from fixers.outcome import FileChange, FixResult, ImportStatus, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
@@ -213,7 +214,8 @@ def learn_from(
     wanted = [*breaks_of(findings), *breaks]
     if not wanted:
         return []
-    policy = Policy(forbid=state.config.learned_forbid, test_dirs=state.config.test_dirs)
+    learned = state.config.learned
+    policy = Policy(learned.forbid, learned.pins, test_dirs=state.config.test_dirs)
     engine = MigrationEngine(root, state.index, policy, history)
     learnings = engine.learn_breaks(wanted)
     for learning in learnings:

@@ -26,7 +26,6 @@ from fixers.learned.breaks import ContractBreak, breaks_of
 from fixers.learned.examples import commit_examples
 from fixers.learned.history import (
     DEEPEN_STEP,
-    DEFAULT_MAX_DEPTH,
     History,
     commits_changing,
     deepen,
@@ -35,7 +34,15 @@ from fixers.learned.history import (
     shallow_boundary,
 )
 from fixers.learned.lookup import arg_names, class_function, find_base, in_test_dir, stub_source
-from fixers.learned.rule import CommitRef, Example, MigrationRule, NoRule, learn_rule
+from fixers.learned.policy import Pin, Policy
+from fixers.learned.rule import (
+    CommitRef,
+    Example,
+    MigrationRule,
+    NoRule,
+    learn_rule,
+    pinned_rule,
+)
 from fixers.violation_types import Violation
 
 Outcome = Literal["fixed", "reported", "skipped"]
@@ -96,15 +103,6 @@ class Learning:
             "evidence": list(self.evidence),
             "decisions": [d.__dict__ for d in self.decisions],
         }
-
-
-@dataclass(frozen=True)
-class Policy:
-    """What a repository's ``.repairbot.toml`` says about learned rules (``[learned]``)."""
-
-    forbid: tuple[str, ...] = ()  # "Base.method" patterns never learned (reported instead)
-    test_dirs: tuple[str, ...] = ("tests", "test", "testing")
-    max_depth: int = DEFAULT_MAX_DEPTH
 
 
 def _patterns(brk: ContractBreak) -> tuple[str, str, bool]:
@@ -197,8 +195,22 @@ class MigrationEngine:
         )
         learning.hierarchy = self.index.load_hierarchies([family])[0]
         self._find_rule(history, learning)
+        pin = self.policy.pin_for(base, brk.method)
+        if pin is not None:
+            self._pin(learning, pin)
         self._decide(learning)
         return learning
+
+    @staticmethod
+    def _pin(learning: Learning, pin: Pin) -> None:
+        """The pinned rule replaces whatever history taught (noted when they differ)."""
+        pinned = pinned_rule(pin)
+        learned = learning.rule
+        if learned is not None and learned.edit.signature_key != pinned.edit.signature_key:
+            learning.notes.append(f"history taught: {learned.words()}; the pin wins")
+        elif learned is None and learning.problem:
+            learning.notes.append(f"history: {learning.problem}; the pin applies")
+        learning.rule, learning.problem, learning.evidence = pinned, "", ()
 
     def _search(
         self, history: History, learning: Learning, pattern: str, paths: list[str], count: bool

@@ -20,7 +20,6 @@ from fixers.learned.rule import CommitRef
 
 DIFF_SAFETY = ("--no-textconv", "--no-ext-diff", "--no-color")
 MAX_BLOB_BYTES = 2_000_000
-DEFAULT_MAX_DEPTH = 100_000
 DEEPEN_STEP = 1_000
 
 

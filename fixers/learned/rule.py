@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fixers.learned.policy import Pin
 from fixers.learned.signature_edit import MethodEdit, Param
 
 Shape = Literal["rename", "new-parameter", "new-method"]
@@ -66,6 +67,8 @@ class MigrationRule:
 
     def words(self) -> str:
         """The rule in words, with where it was learned."""
+        if not self.examples:
+            return f"{self.edit.describe()}, as pinned in .repairbot.toml"
         names = list(dict.fromkeys(e.class_name for e in self.examples))
         siblings = ", ".join(names[:SHOWN_SIBLINGS])
         if len(names) > SHOWN_SIBLINGS:
@@ -128,4 +131,19 @@ def learn_rule(base: str, method: str, examples: Sequence[Example]) -> Migration
         removed=first.removed,
         changed=_agreed([e.edit.changed for e in examples]),
         examples=tuple(examples),
+    )
+
+
+def pinned_rule(pin: Pin) -> MigrationRule:
+    """The rule a maintainer pinned (``[[learned.pin]]``): no examples, applied as written."""
+    old = pin.old or pin.method
+    return MigrationRule(
+        base=pin.base,
+        method=pin.method,
+        shape="rename" if old != pin.method else "new-parameter",
+        old_name=old,
+        added=pin.added,
+        removed=(),
+        changed=(),
+        examples=(),
     )

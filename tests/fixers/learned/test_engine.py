@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixers.classify import classify_file
-from fixers.learned.engine import Policy
+from fixers.learned.policy import Policy
 from fixers.outcome import FixResult
 from fixers.sweep import fix, write_changes
 from tests.fixers.git_repos import git
@@ -172,7 +172,7 @@ def test_history_beyond_the_depth_limit_is_reported_not_guessed(
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
     # The limit is a setting of the policy; one commit of history is all this clone may have.
-    monkeypatch.setattr("fixers.sweep.Policy", lambda **kw: Policy(**kw, max_depth=1))
+    monkeypatch.setattr("fixers.sweep.Policy", lambda *a, **kw: Policy(*a, **kw, max_depth=1))
     result = _fix(clone, tmp_path, MISSING_SHIP)
     [learning] = result.learned
     assert learning.problem.startswith("contract commit not in history (shallow clone")
@@ -185,6 +185,20 @@ def test_a_forbidden_rule_is_reported_not_applied(tmp_path: Path) -> None:
     result = _fix(repo, tmp_path, MISSING_SHIP)
     assert result.changes == []
     assert "forbidden by .repairbot.toml" in result.learned[0].problem
+
+
+def test_a_pinned_rule_applies_where_the_siblings_disagree(tmp_path: Path) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo", priorities={"road": "0", "air": "1", "sea": "0"})
+    pin = '[[learned.pin]]\nbase = "Carrier"\nmethod = "ship"\nfrom = "dispatch"\nadd = "*, priority=2"\n'
+    repos.commit(repo, "pin", {".repairbot.toml": pin})
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None and learning.rule.words() == (
+        "rename dispatch -> ship, add *, priority=2, as pinned in .repairbot.toml"
+    )
+    assert any("the pin applies" in note for note in learning.notes)
+    rail = next(c for c in result.changes if c.path == "shipping/rail.py")
+    assert "    def ship(self, parcel, *, priority=2):\n" in rail.after
 
 
 def test_a_directory_that_is_not_a_repository_has_no_history_to_learn_from(tmp_path: Path) -> None:
