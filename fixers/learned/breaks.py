@@ -14,6 +14,7 @@ LEARNING_FIXER = "learn-migration"
 LEARNED_SOURCE = "learned"
 _KINDS: dict[str, BreakKind] = {
     "abstract-class-instantiation": "missing-abstract",
+    "guard-must-implement": "missing-abstract",
     "override-unexpected-keyword": "unexpected-keyword",
     "override-positional-arguments": "positional-count",
 }

@@ -72,6 +72,14 @@ def test_two_missed_classes_in_one_log_are_one_root_cause(tmp_path: Path) -> Non
     assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
 
 
+def test_a_runtime_guard_naming_the_method_is_learned_like_the_abstract_error(
+    tmp_path: Path,
+) -> None:
+    repo = repos.shipping_repo(tmp_path / "repo")
+    result = _fix(repo, tmp_path, "TypeError: RailCarrier must implement ship()")
+    assert "shipping/rail.py" in {c.path for c in result.changes}
+
+
 def test_evidence_holds_and_a_second_run_finds_nothing_to_do(tmp_path: Path) -> None:
     repo = repos.shipping_repo(tmp_path / "repo")
     result = _fix(repo, tmp_path, MISSING_SHIP)
