@@ -11,10 +11,12 @@ the intake's latency under that load is bench/abuse.py's (a test asserts no wall
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from markdown_it import MarkdownIt
 from sqlalchemy import create_engine, text
 
 from bot.cli.demo_target import build_target
@@ -111,3 +113,91 @@ def test_comment_spam_with_the_write_budget_spent_loses_nothing(
     wait_for("the one reply", replies, service.logs, 150)
     assert len(replies()) == 1
     assert "database is locked" not in service.logs()
+
+
+def _setup_pull(github_api, tmp_path) -> tuple[object, int, str]:
+    source = tmp_path / "target"
+    head = build_target(source)
+    repo = github_api.create_repo(REPO, source)
+    git_out(repo.path, "branch", "feature", head)
+    number = github_api.open_pull(REPO, head="feature", title="[None][feat] f", login="alice")
+    return repo, number, head
+
+
+def _unprocessed(service) -> int:
+    engine = create_engine(f"sqlite:///{service.data_dir / 'repairbot.db'}")
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text(
+                "SELECT count(*) FROM deliveries WHERE source = 'github' AND outcome = 'stored'"
+            )).scalar_one())  # fmt: skip
+    finally:
+        engine.dispose()
+
+
+def test_echoed_text_never_pings_and_a_strangers_invalid_command_gets_a_reaction(
+    make_service, github_api, tmp_path
+):
+    repo, number, _head = _setup_pull(github_api, tmp_path)
+    repo.permissions["writer"] = "write"
+    service = github_service(make_service, github_api, import_spares="0")
+    hostile = "/repairbot apply-fix @acme/security-team"
+    for i, login in enumerate(("mallory", "writer")):
+        event = github_api.comment_event(REPO, number, hostile, login=login)
+        assert _signed(service, "issue_comment", event, f"mention-{i}") in {200, 202}
+
+    def replies() -> list[dict]:
+        return [c for c in repo.comments.get(number, []) if c["user"]["login"] == BOT_LOGIN]
+
+    wait_for("the collaborator's reply", replies, service.logs, 120)
+    wait_for("the stranger's reaction", lambda: repo.reactions, service.logs, 120)
+    [reply] = replies()  # the collaborator's; the stranger's invalid command got no comment
+    assert {r["content"] for r in repo.reactions} == {"confused"}
+    html = MarkdownIt("commonmark").render(reply["body"])
+    outside_code = re.sub(r"<code[^>]*>.*?</code>", "", html, flags=re.DOTALL)
+    assert "@acme/security-team" in reply["body"] and "@acme" not in outside_code
+
+
+def _check_once(service, github_api, event: dict, deliveries: int, prefix: str) -> None:
+    """Send ``deliveries`` copies of ``event`` and wait for them and the one check's status."""
+    statuses = len(github_api.calls_to("POST", r"/statuses/"))
+
+    def send(i: int) -> int:
+        return _signed(service, "pull_request", event, f"{prefix}-{i}")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert set(pool.map(send, range(deliveries))) <= {200, 202}
+    wait_for("the deliveries processed", lambda: _unprocessed(service) == 0, service.logs, 300)
+    wait_for(
+        "the check's status",
+        lambda: len(github_api.calls_to("POST", r"/statuses/")) > statuses,
+        service.logs,
+        300,
+    )
+
+
+def test_a_synchronize_flood_of_one_head_costs_what_one_delivery_costs(
+    make_service, github_api, tmp_path
+):
+    repo, number, head = _setup_pull(github_api, tmp_path)
+    git_out(repo.path, "branch", "other", head)
+    single = github_api.open_pull(REPO, head="other", title="[None][feat] g", login="alice")
+    service = github_service(make_service, github_api, import_spares="0")
+
+    def reads(pull: int) -> int:
+        return len(github_api.calls_to("GET", rf"/pulls/{pull}$"))
+
+    # One delivery, one check: what GitHub is asked for one head.
+    _check_once(service, github_api, github_api.pull_request_event(REPO, single, "synchronize"),
+                1, "single")  # fmt: skip
+    # 200 deliveries of one head: one check, and not one REST call more.
+    event = github_api.pull_request_event(REPO, number, "synchronize")
+    _check_once(service, github_api, event, 200, "flood")
+    assert reads(number) == reads(single) >= 1
+    statuses = len(github_api.calls_to("POST", r"/statuses/"))
+    # The same head again, once answered: no REST call, no check at all.
+    for i in range(20):
+        assert _signed(service, "pull_request", event, f"again-{i}") in {200, 202}
+    wait_for("the repeats processed", lambda: _unprocessed(service) == 0, service.logs, 120)
+    assert reads(number) == reads(single)
+    assert len(github_api.calls_to("POST", r"/statuses/")) == statuses

@@ -87,7 +87,7 @@ def _rows(service) -> list[PrNotice]:
     return rows
 
 
-def test_ten_pr_pipelines_one_root_cause_on_the_base(service, github_api, failing, prs):
+def test_ten_pr_pipelines_one_root_cause_on_the_base(service, github_api, failing, prs, tmp_path):
     console = failing[2]
     runs = _failures(service, console, prs, 300)
     assert sorted(r["state"] for r in runs) == ["duplicate"] * 9 + ["pr_opened"], service.logs()
@@ -116,9 +116,16 @@ def test_ten_pr_pipelines_one_root_cause_on_the_base(service, github_api, failin
         lambda: any(r.pr_number == missing and r.state == "failed" for r in _rows(service)), service
     )
 
-    # One PR is closed by its author; then the fix merges.
-    closed = max(prs)
+    # One PR is closed by its author; another's author (not a collaborator) pushes new commits
+    # after its failure: nobody reviewed them, so the bot must not re-run that PR's CI.
+    closed, moved = max(prs), min(prs)
     repo.pulls[closed]["state"] = "closed"
+    checkout = tmp_path / "dev"
+    index = sorted(prs).index(moved)
+    git(checkout, "checkout", "--quiet", f"dev/pr-{index}")
+    (checkout / "docs" / f"pr-{index}.md").write_text("new, unreviewed commits\n")
+    commit_all(checkout, "a push after the failure")
+    git(checkout, "push", "--quiet", "origin", f"HEAD:refs/heads/dev/pr-{index}")
     github_api.merge_pull(REPO, fix["number"])
     service.webhook(
         "pull_request", github_api.pull_request_event(REPO, fix["number"], "closed"), "m"
@@ -126,15 +133,21 @@ def test_ten_pr_pipelines_one_root_cause_on_the_base(service, github_api, failin
 
     def settled() -> bool:
         merged = all("**has been merged**" in _notices(github_api, n)[0]["body"] for n in prs)
-        return merged and sum(r.rerun_comment_id is not None for r in _rows(service)) == PRS - 1
+        rows = _rows(service)
+        held = any(r.pr_number == moved and r.rerun_held for r in rows)
+        return merged and held and sum(r.rerun_comment_id is not None for r in rows) == PRS - 2
 
     _wait(settled, service)  # the last thing the merge's refresh does: nothing is left queued
+    _wait(lambda: "A maintainer must trigger" in _notices(github_api, moved)[0]["body"], service)
     for number in prs:
         [notice] = _notices(github_api, number)
         patches = github_api.calls_to("PATCH", rf"/issues/comments/{notice['id']}$")
-        assert len(patches) == 1, (number, [p.body for p in patches])
+        # Edited once when the fix merged; the moved PR's perhaps once more, to say why no
+        # re-run (one edit when both were known by the time it was sent).
+        edits = (1, 2) if number == moved else (1,)
+        assert len(patches) in edits, (number, [p.body for p in patches])
         reruns = [c for c in repo.comments[number] if c["body"] == "/bot run"]
-        assert len(reruns) == (0 if number == closed else 1)
+        assert len(reruns) == (0 if number in (closed, moved) else 1)
         assert len(repo.comments[number]) == 1 + len(reruns)
     rows = {r.pr_number: r for r in _rows(service)}
     assert (
