@@ -26,7 +26,7 @@ from fixers.import_check import (
     start_server,
 )
 from fixers.index import Hierarchy, IndexCache, RepoIndex
-from fixers.learned.breaks import ContractBreak, breaks_of
+from fixers.learned.breaks import LEARNED_SOURCE, ContractBreak, breaks_of
 from fixers.learned.engine import Learning, MigrationEngine
 from fixers.learned.history import History
 from fixers.learned.policy import Policy
@@ -211,7 +211,12 @@ def learn_from(
 
     ``only``: the files a change touched (a check of that change): misses elsewhere are the
     base's, not the change's, and are left out."""
-    wanted = [*breaks_of(findings), *breaks]
+    covered = _contract_repairs(state)
+    wanted = [
+        brk
+        for brk in [*breaks_of(findings), *breaks]
+        if (brk.class_name, brk.method) not in covered
+    ]
     if not wanted:
         return []
     learned = state.config.learned
@@ -228,6 +233,17 @@ def learn_from(
         reported = [d for d in learning.decisions if d.outcome == "reported"]
         state.report.skips.extend(Skip(d.path, d.reason, d.class_name) for d in reported)
     return learnings
+
+
+def _contract_repairs(state: SweepState) -> set[tuple[str, str]]:
+    """(class, method) pairs a declared contract's violation already repairs: a worker that
+    overrides ``forward`` also lacks the abstract ``_forward_impl``, one break, not two."""
+    hooks = {c.name: c.hook for c in state.report.contracts if c.source != LEARNED_SOURCE}
+    return {
+        (v.class_qualname.rsplit(".", 1)[-1], hooks[v.contract])
+        for v in state.report.violations
+        if v.contract in hooks
+    }
 
 
 def _imported(state: SweepState) -> set[str]:

@@ -189,7 +189,7 @@ def _fix(
     return fix(
         worktree,
         [] if context.learned else [context.contract],
-        findings=context.findings,
+        findings=context.break_findings,
         imports=True,
         sandbox=sandbox_options(settings),
         server=server,

@@ -38,7 +38,7 @@ class RunContext:
     attempts: int
     pr_number: int | None = None  # the PR whose pipeline failed (None: a branch pipeline)
     # A learned-migration run's findings: the break its rule is learned for (fixers.learned).
-    findings: list[Finding] = field(default_factory=list)
+    break_findings: list[Finding] = field(default_factory=list)
 
     @property
     def learned(self) -> bool:
@@ -106,7 +106,7 @@ def _context(settings: Settings, run: RepairRun, contract: Contract) -> RunConte
         ),
         attempts=run.attempts,
         pr_number=report.pr_number,
-        findings=learned,
+        break_findings=learned,
     )
 
 

@@ -83,8 +83,14 @@ def test_one_pr_fixes_both_and_a_merged_human_pr_supersedes_it(
     service.webhook("pull_request", github_api.pull_request_event(REPO, number, "closed"), "pr-1")
     ours = pull["number"]
     _wait(lambda: github_api.repos[REPO].pulls[ours]["state"] == "closed", service)
-    comments = [c["body"] for c in github_api.repos[REPO].comments[ours]]
-    assert any(f"Superseded by #{number}" in c for c in comments)
+
+    def superseded_comments() -> list[str]:
+        comments = [c["body"] for c in github_api.repos[REPO].comments[ours]]
+        return [c for c in comments if f"Superseded by #{number}" in c]
+
+    # The PR is closed on GitHub before the row is written; the comment leaves through the
+    # outbox after that write commits (bot.pipeline.github_send), so it may land a moment later.
+    _wait(lambda: len(superseded_comments()) == 1, service)
 
     def fix_states() -> list[str]:
         with service.client() as client:
