@@ -24,13 +24,16 @@ _KINDS: dict[str, BreakKind] = {
 class ContractBreak:
     """A class that no longer fits its base: ``method`` is what the base now wants of it (a
     missing abstract method, or the overridden method the base calls), ``keyword`` the argument
-    the base now passes (unexpected-keyword only)."""
+    the base now passes (unexpected-keyword only), ``path`` the file defining the class when
+    it is known (a log names only the class: two classes of that name are told apart by which
+    one has the break)."""
 
     kind: BreakKind
     class_name: str
     method: str
     keyword: str | None
     message: str
+    path: str | None = None
 
     def describe(self) -> str:
         """One line for reports."""

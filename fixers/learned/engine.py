@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Literal
@@ -43,6 +43,7 @@ from fixers.learned.rule import (
     learn_rule,
     pinned_rule,
 )
+from fixers.learned.static_breaks import missing_abstract
 from fixers.violation_types import Violation
 
 Outcome = Literal["fixed", "reported", "skipped"]
@@ -124,6 +125,17 @@ def _relevant(brk: ContractBreak, example: Example) -> bool:
     return edit.new_name == brk.method and edit.old_name != brk.method
 
 
+def _decided(learnings: Iterable[Learning], brk: ContractBreak) -> bool:
+    """Whether an earlier learning of ``brk``'s method already decided on its class."""
+    return any(
+        learning.brk.method == brk.method
+        and d.class_name.rsplit(".", 1)[-1] == brk.class_name
+        and brk.path in (None, d.path)
+        for learning in learnings
+        for d in learning.decisions
+    )
+
+
 class MigrationEngine:
     """Learns rules for the breaks of one failure in one repository tree (at its HEAD)."""
 
@@ -142,15 +154,46 @@ class MigrationEngine:
         """One ``Learning`` per root cause: a break whose class an earlier learning of the same
         method already decided on is that learning's (the base's other misses)."""
         learnings: list[Learning] = []
-        for brk in breaks:
-            decided = {
-                (d.class_name.rsplit(".", 1)[-1], learning.brk.method)
-                for learning in learnings
-                for d in learning.decisions
-            }
-            if (brk.class_name, brk.method) not in decided:
+        for brk in (located for named in breaks for located in self._locate(named)):
+            if not _decided(learnings, brk):
                 learnings.append(self._learn(brk))
         return learnings
+
+    def _named(self, brk: ContractBreak) -> list[str]:
+        """The qualified names of the classes ``brk`` may mean, in a stable order."""
+        return sorted(
+            q
+            for q, (rel, c) in self.index.classes.items()
+            if c.name == brk.class_name and brk.path in (None, rel)
+        )
+
+    def _locate(self, brk: ContractBreak) -> list[ContractBreak]:
+        """``brk`` with its file, where a log's class name is defined more than once: each
+        class of that name that has the break (all of them when none visibly does)."""
+        if brk.path is not None:
+            return [brk]
+        self.index.load_hierarchies(
+            [Contract(name=f"probe:{brk.class_name}", base=brk.class_name, source="learned")]
+        )
+        named = self._named(brk)
+        if len(named) < 2:
+            return [brk]
+        broken = [q for q in named if self._has_break(q, brk)] or named
+        return [replace(brk, path=self.index.classes[q][0]) for q in broken]
+
+    def _has_break(self, qualname: str, brk: ContractBreak) -> bool:
+        """Whether the class ``qualname`` fails the way ``brk`` says, read from the tree."""
+        rel, facts = self.index.classes[qualname]
+        if brk.kind == "missing-abstract":
+            return brk.method in missing_abstract(self.index, qualname)
+        if brk.kind == "positional-count":
+            return brk.method in facts.methods
+        member = Member(qualname, self.index.files[rel].module, rel, facts, (), False)
+        function = class_function(self.index, member, brk.method)
+        if function is None:
+            return False
+        names, takes_kwargs = arg_names(function)
+        return brk.keyword not in names and not takes_kwargs
 
     def _history(self) -> History:
         if self.history is not None:
@@ -167,7 +210,7 @@ class MigrationEngine:
             return learning
         contract = Contract(name=f"probe:{brk.class_name}", base=brk.class_name, source="learned")
         self.index.load_hierarchies([contract])
-        named = sorted(q for q, (_, c) in self.index.classes.items() if c.name == brk.class_name)
+        named = self._named(brk)
         if not named:
             learning.problem = f"class {brk.class_name} is not defined in the repository"
             return learning

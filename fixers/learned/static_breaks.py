@@ -56,5 +56,7 @@ def static_breaks(index: RepoIndex, rels: Iterable[str]) -> list[ContractBreak]:
                 continue
             for method in missing_abstract(index, qualname):
                 message = f"{cls.name} does not implement abstract method {method} of its base"
-                breaks.append(ContractBreak("missing-abstract", cls.name, method, None, message))
+                breaks.append(
+                    ContractBreak("missing-abstract", cls.name, method, None, message, rel)
+                )
     return breaks

@@ -250,3 +250,21 @@ def test_a_binary_or_huge_file_in_the_contract_commit_is_passed_over_with_a_note
     assert learning.rule is not None and "shipping/rail.py" in {c.path for c in result.changes}
     notes = " ".join(learning.notes)
     assert "shipping/blob.py" in notes and "shipping/huge.py" in notes
+
+
+def test_a_class_name_defined_twice_is_the_one_that_has_the_break(tmp_path: Path) -> None:
+    # limits has a sync and an asyncio MemoryStorage on bases of the same name: the log names
+    # only "MemoryStorage", and the class that lacks the method is the one it means.
+    repo = repos.shipping_repo(tmp_path / "repo")
+    repos.commit(repo, "an asyncio twin", {
+        "asyncio_shipping/__init__.py": "",
+        "asyncio_shipping/base.py": "import abc\n\n\nclass Carrier(abc.ABC):\n"
+        "    @abc.abstractmethod\n    async def dispatch(self, parcel):\n        pass\n",
+        "asyncio_shipping/rail.py": "from asyncio_shipping.base import Carrier\n\n\n"
+        "class RailCarrier(Carrier):\n    async def dispatch(self, parcel):\n        return parcel\n",
+    })  # fmt: skip
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.base_path == "shipping/base.py" and learning.rule is not None
+    assert "shipping/rail.py" in {c.path for c in result.changes}
+    assert "asyncio_shipping/rail.py" not in {c.path for c in result.changes}
