@@ -169,6 +169,12 @@ def _root_cause(contract: Contract, result: FixResult, classes: int) -> tuple[st
 def _learned_cause(base: str, rule: MigrationRule, commit: CommitRef | None) -> str:
     """Where the contract changed and what the siblings did (names and subjects come from the
     repository: code spans)."""
+    if not rule.examples:  # a pin, or an installed base's signature: no sibling to cite
+        return (
+            f"{code_span(base)}.{code_span(rule.method)} changed and no commit of this "
+            f"repository migrated a subclass; the rule is {code_span(rule.words())}. "
+            "Bodies are kept as they are."
+        )
     where = f"{code_span(commit.sha[:7])} {code_span(commit.subject)}" if commit else "history"
     return (
         f"{code_span(base)}.{code_span(rule.method)} changed in {where}; that commit migrated "

@@ -33,7 +33,15 @@ from fixers.learned.history import (
     is_shallow,
     shallow_boundary,
 )
-from fixers.learned.lookup import arg_names, class_function, find_base, in_test_dir, stub_source
+from fixers.learned.installed import InstalledMethod, installed_method
+from fixers.learned.lookup import (
+    arg_names,
+    class_function,
+    find_base,
+    in_test_dir,
+    member_of,
+    stub_source,
+)
 from fixers.learned.policy import Pin, Policy
 from fixers.learned.rule import (
     CommitRef,
@@ -42,7 +50,9 @@ from fixers.learned.rule import (
     NoRule,
     learn_rule,
     pinned_rule,
+    signature_rule,
 )
+from fixers.learned.signature_edit import Function, params_of
 from fixers.learned.static_breaks import missing_abstract
 from fixers.violation_types import Violation
 
@@ -68,6 +78,9 @@ class Learning:
     brk: ContractBreak
     base: str = ""
     base_path: str | None = None  # None: the base is outside the repository
+    base_dotted: str = ""  # the base as the failing class's imports name it
+    failing: str = ""  # the qualified name of the class the break was read for
+    installed: InstalledMethod | None = None  # an outside base's method, read from its library
     commit: CommitRef | None = None
     rule: MigrationRule | None = None
     problem: str = ""
@@ -183,13 +196,11 @@ class MigrationEngine:
 
     def _has_break(self, qualname: str, brk: ContractBreak) -> bool:
         """Whether the class ``qualname`` fails the way ``brk`` says, read from the tree."""
-        rel, facts = self.index.classes[qualname]
         if brk.kind == "missing-abstract":
             return brk.method in missing_abstract(self.index, qualname)
         if brk.kind == "positional-count":
-            return brk.method in facts.methods
-        member = Member(qualname, self.index.files[rel].module, rel, facts, (), False)
-        function = class_function(self.index, member, brk.method)
+            return brk.method in self.index.classes[qualname][1].methods
+        function = class_function(self.index, member_of(self.index, qualname), brk.method)
         if function is None:
             return False
         names, takes_kwargs = arg_names(function)
@@ -217,6 +228,7 @@ class MigrationEngine:
         base_qual, base_rel = find_base(self.index, named[0], brk.method)
         base = base_qual.rsplit(".", 1)[-1]
         learning.base, learning.base_path = base, base_rel
+        learning.base_dotted, learning.failing = base_qual, named[0]
         if not base:
             learning.problem = f"{brk.class_name} has no base class that {brk.method} belongs to"
             return learning
@@ -287,9 +299,10 @@ class MigrationEngine:
         else:
             candidates = self._search(history, learning, on_siblings, sibling_files, False)
         if not candidates:
-            learning.problem = "contract commit not in history" + (
+            problem = "contract commit not in history" + (
                 f" ({learning.notes[-1]})" if learning.notes else ""
             )
+            self._from_signature(learning, problem)
             return
         family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
         examples: list[Example] = []
@@ -316,10 +329,44 @@ class MigrationEngine:
                 more = commit_examples(history.top, commit, family, brk.method).examples
                 examples.extend(e for e in more if _relevant(brk, e))
         learned = learn_rule(learning.base, brk.method, examples)
-        if isinstance(learned, NoRule):
+        if isinstance(learned, NoRule) and not examples:
+            self._from_signature(learning, learned.reason)
+        elif isinstance(learned, NoRule):
             learning.problem, learning.evidence = learned.reason, learned.evidence
         else:
             learning.rule = learned
+
+    def _from_signature(self, learning: Learning, problem: str) -> None:
+        """No sibling to learn from: for a base outside the repository, what its installed
+        signature alone determines (``signature_rule``); else ``problem`` stands."""
+        brk = learning.brk
+        learning.problem = problem
+        if learning.base_path is not None or "." not in learning.base_dotted:
+            return
+        installed = installed_method(self.root, learning.base_dotted, brk.method)
+        if installed is None:
+            learning.problem += (
+                f"; {learning.base_dotted}.{brk.method} is not installed where repairbot can "
+                "read it (the repository's virtualenv or repairbot's own)"
+            )
+            return
+        learning.installed = installed
+        override = None
+        if brk.kind == "positional-count":
+            mine = class_function(self.index, member_of(self.index, learning.failing), brk.method)
+            override = params_of(mine) if mine is not None else ()
+        rule = signature_rule(
+            learning.base,
+            brk.method,
+            params_of(installed.function),
+            keyword=brk.keyword if brk.kind == "unexpected-keyword" else None,
+            override=override,
+            origin=f"from the signature of {installed.where()}",
+        )
+        if isinstance(rule, NoRule):
+            learning.problem = f"{problem}; {rule.reason}"
+        else:
+            learning.rule, learning.problem = rule, ""
 
     def _decide(self, learning: Learning) -> None:
         hierarchy, rule = learning.hierarchy, learning.rule
@@ -430,11 +477,18 @@ class MigrationEngine:
         if member.facts.abstract_methods:
             return "skipped", "abstract itself"
         if not in_test_dir(member.rel, self.policy.test_dirs):
-            return "reported", (
-                "production class missing a new abstract method: each sibling wrote its own "
-                f"body ({words})"
+            why = (
+                "each sibling wrote its own body"
+                if learning.rule is not None and learning.rule.examples
+                else "a body is not something a signature determines"
             )
-        source = stub_source(self.index, base_member, method)
+            return "reported", f"production class missing a new abstract method: {why} ({words})"
+        function: Function | None = None
+        if learning.installed is not None:
+            function = learning.installed.function
+        elif base_member is not None:
+            function = class_function(self.index, base_member, method)
+        source = stub_source(function, method)
         if source is None:
             return "reported", f"the signature of {learning.base}.{method} is not in the repository"
         return source

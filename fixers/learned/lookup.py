@@ -7,6 +7,7 @@ import ast
 from collections.abc import Iterable
 
 from fixers.index import Member, RepoIndex
+from fixers.learned.signature_edit import Function, params_of, params_source
 
 
 def parents_of(index: RepoIndex, qualname: str) -> list[str]:
@@ -27,10 +28,16 @@ def parents_of(index: RepoIndex, qualname: str) -> list[str]:
     return out
 
 
+def member_of(index: RepoIndex, qualname: str) -> Member:
+    """The indexed class ``qualname`` as a ``Member`` (what ``class_function`` reads)."""
+    rel, facts = index.classes[qualname]
+    return Member(qualname, index.files[rel].module, rel, facts, (), False)
+
+
 def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | None]:
     """The base ``qualname`` broke against: the farthest repository ancestor that defines
     ``method`` (qualified name, file), else the first ancestor outside the repository (its
-    simple name, no file)."""
+    dotted name as the imports resolve it, no file)."""
     found: tuple[str, str | None] | None = None
     outside: str | None = None
     seen: set[str] = set()
@@ -44,7 +51,7 @@ def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | 
             if parent not in index.classes:
                 name = parent.rsplit(".", 1)[-1]
                 if outside is None and name not in {"object", "ABC", "Generic", "Protocol"}:
-                    outside = name
+                    outside = parent
                 continue
             rel, facts = index.classes[parent]
             if method in facts.methods:
@@ -86,12 +93,13 @@ def arg_names(function: ast.FunctionDef) -> tuple[set[str], bool]:
     return names, a.kwarg is not None
 
 
-def stub_source(index: RepoIndex, base: Member | None, method: str) -> str | None:
+def stub_source(function: Function | None, method: str) -> str | None:
     """``def method(<the base's parameters>) -> <its return>: raise NotImplementedError``."""
-    if base is None:
-        return None
-    function = class_function(index, base, method)
     if function is None:
         return None
     returns = f" -> {ast.unparse(function.returns)}" if function.returns else ""
-    return f"def {method}({ast.unparse(function.args)}){returns}:\n    raise NotImplementedError\n"
+    prefix = "async def" if isinstance(function, ast.AsyncFunctionDef) else "def"
+    return (
+        f"{prefix} {method}({params_source(params_of(function))}){returns}:\n"
+        "    raise NotImplementedError\n"
+    )

@@ -54,6 +54,7 @@ class MigrationRule:
     removed: tuple[str, ...]
     changed: tuple[Param, ...]
     examples: tuple[Example, ...]
+    origin: str = ""  # a rule with no examples: where it comes from (default: a pin)
 
     @property
     def commits(self) -> tuple[CommitRef, ...]:
@@ -68,7 +69,7 @@ class MigrationRule:
     def words(self) -> str:
         """The rule in words, with where it was learned."""
         if not self.examples:
-            return f"{self.edit.describe()}, as pinned in .repairbot.toml"
+            return f"{self.edit.describe()}, {self.origin or 'as pinned in .repairbot.toml'}"
         names = list(dict.fromkeys(e.class_name for e in self.examples))
         siblings = ", ".join(names[:SHOWN_SIBLINGS])
         if len(names) > SHOWN_SIBLINGS:
@@ -147,3 +148,40 @@ def pinned_rule(pin: Pin) -> MigrationRule:
         changed=(),
         examples=(),
     )
+
+
+def signature_rule(
+    base: str,
+    method: str,
+    wanted: Sequence[Param],
+    *,
+    keyword: str | None = None,
+    override: Sequence[Param] | None = None,
+    origin: str,
+) -> MigrationRule | NoRule:
+    """What a base's signature alone determines (no sibling to learn from), ``origin`` naming
+    where it was read: the parameter named ``keyword`` the base now passes; or, for a base
+    that passes more positional arguments, the base's positional parameters after those the
+    failing ``override`` takes (only when those are a prefix of the base's); or, with neither,
+    a new method (a test double's stub)."""
+
+    def rule(shape: Shape, old: str | None, added: tuple[Param, ...]) -> MigrationRule:
+        return MigrationRule(base, method, shape, old, added, (), (), (), origin)
+
+    if keyword is not None:
+        param = next((p for p in wanted if p.name == keyword), None)
+        if param is None or param.kind in ("var-positional", "var-keyword", "positional-only"):
+            return NoRule(f"{origin} takes no keyword parameter {keyword}")
+        return rule("new-parameter", method, (param,))
+    if override is not None:
+        positional = ("positional-only", "positional")
+        theirs = [p for p in wanted if p.kind in positional]
+        ours = [p.name for p in override if p.kind in positional]
+        if ours != [p.name for p in theirs[: len(ours)]] or len(theirs) <= len(ours):
+            return NoRule(
+                f"the override's positional parameters ({', '.join(ours)}) are not the first "
+                f"of {origin}'s ({', '.join(p.name for p in theirs)}): which one is new is "
+                "not certain"
+            )
+        return rule("new-parameter", method, tuple(theirs[len(ours) :]))
+    return rule("new-method", None, ())

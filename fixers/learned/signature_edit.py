@@ -113,6 +113,21 @@ def params_of(function: Function) -> tuple[Param, ...]:
     return tuple(out)
 
 
+def params_source(params: tuple[Param, ...]) -> str:
+    """A parameter list as it reads in a ``def`` (PEP 8 spacing), with its ``/`` and ``*``."""
+    out: list[str] = []
+    starred = any(p.kind == "var-positional" for p in params)
+    for i, param in enumerate(params):
+        if param.kind == "keyword-only" and not starred:
+            out.append("*")
+            starred = True
+        out.append(param.source())
+        following = params[i + 1].kind if i + 1 < len(params) else None
+        if param.kind == "positional-only" and following != "positional-only":
+            out.append("/")
+    return ", ".join(out)
+
+
 def _body_code(function: Function) -> str:
     return ast.dump(ast.Module(body=function.body, type_ignores=[]))
 

@@ -262,3 +262,67 @@ def failure_log(path: Path, line: str) -> Path:
         encoding="utf-8",
     )
     return path
+
+
+PLUGKIT_CORE = '''
+    import abc
+
+
+    class _Hooks(abc.ABC):
+        def start(self, app, *, timeout: float = 5.0):
+            """Called once; ``timeout`` is new in plugkit 3."""
+
+        def render(self, page, context):
+            return page
+
+        @abc.abstractmethod
+        def stop(self, *, force: bool = False) -> None:
+            """New in plugkit 3."""
+
+
+    class Plugin(_Hooks):
+        pass
+    '''
+
+
+def plugkit_library(site_packages: Path) -> None:
+    """plugkit 3 as installed: ``Plugin`` re-exported by the package from ``plugkit.core``,
+    its methods defined on a private base there."""
+    write(site_packages, {
+        "plugkit/__init__.py": "from .core import Plugin\n",
+        "plugkit/core.py": PLUGKIT_CORE,
+    })  # fmt: skip
+
+
+def upgraded_plugins_repo(path: Path, *, venv: bool = True) -> Path:
+    """A repository whose commit bumped plugkit to 3 and migrated nothing: its plugins and a
+    test double still have plugkit 2's methods; plugkit 3 is installed in its ``.venv`` (not
+    tracked) when ``venv``."""
+    repo = new_repo(path)
+    plugin = """
+        from plugkit import Plugin
+
+
+        class {cls}(Plugin):
+            def start(self, app):
+                return "{cls}"
+
+            def render(self, page):
+                return page
+
+            def stop(self, *, force=False):
+                return None
+        """
+    files = {".gitignore": ".venv/\n", "requirements.txt": "plugkit==2.1\n"}
+    files["plugins/__init__.py"] = ""
+    files["plugins/alpha.py"] = plugin.format(cls="AlphaPlugin")
+    files["plugins/beta.py"] = plugin.format(cls="BetaPlugin")
+    files["tests/fakes.py"] = (
+        "from plugkit import Plugin\n\n\nclass FakePlugin(Plugin):\n"
+        "    def start(self, app, *, timeout=5.0):\n        return None\n"
+    )
+    commit(repo, "plugins", files)
+    commit(repo, "Bump plugkit to 3", {"requirements.txt": "plugkit==3.0\n"})
+    if venv:
+        plugkit_library(repo / ".venv/lib/python3.12/site-packages")
+    return repo

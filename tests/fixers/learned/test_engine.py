@@ -268,3 +268,71 @@ def test_a_class_name_defined_twice_is_the_one_that_has_the_break(tmp_path: Path
     assert learning.base_path == "shipping/base.py" and learning.rule is not None
     assert "shipping/rail.py" in {c.path for c in result.changes}
     assert "asyncio_shipping/rail.py" not in {c.path for c in result.changes}
+
+
+# ----- a base from an installed library, no commit that migrated a sibling --------------------
+
+
+def test_a_keyword_the_installed_base_now_passes_is_added_from_its_signature(
+    tmp_path: Path,
+) -> None:
+    repo = repos.upgraded_plugins_repo(tmp_path / "repo")
+    line = "TypeError: AlphaPlugin.start() got an unexpected keyword argument 'timeout'"
+    result = _fix(repo, tmp_path, line)
+    [learning] = result.learned
+    assert learning.rule is not None and learning.base_path is None
+    assert learning.rule.words() == (
+        "add *, timeout: float = 5.0, from the signature of plugkit.core._Hooks.start "
+        "(installed: site-packages/plugkit/core.py)"
+    )
+    assert sorted(c.path for c in result.changes) == ["plugins/alpha.py", "plugins/beta.py"]
+    alpha = next(c.after for c in result.changes if c.path == "plugins/alpha.py")
+    assert "    def start(self, app, *, timeout: float = 5.0):\n" in alpha
+    assert _decisions(result)["FakePlugin"][0] == "skipped"  # already takes it
+
+
+def test_a_positional_argument_the_installed_base_now_passes_is_added(tmp_path: Path) -> None:
+    repo = repos.upgraded_plugins_repo(tmp_path / "repo")
+    line = "TypeError: BetaPlugin.render() takes 2 positional arguments but 3 were given"
+    result = _fix(repo, tmp_path, line)
+    assert sorted(c.path for c in result.changes) == ["plugins/alpha.py", "plugins/beta.py"]
+    assert all("    def render(self, page, context):\n" in c.after for c in result.changes)
+
+
+def test_a_new_abstract_method_of_an_installed_base_stubs_the_double_and_reports_the_rest(
+    tmp_path: Path,
+) -> None:
+    repo = repos.upgraded_plugins_repo(tmp_path / "repo")
+    result = _fix(
+        repo,
+        tmp_path,
+        "TypeError: Can't instantiate abstract class FakePlugin without an implementation for "
+        "abstract method 'stop'",
+    )
+    [change] = result.changes
+    assert change.path == "tests/fakes.py"
+    assert "    def stop(self, *, force: bool = False) -> None:\n" in change.after
+    assert "raise NotImplementedError" in change.after
+    # The production plugins define stop already: nothing to do for them.
+    assert _decisions(result)["AlphaPlugin"][0] == "skipped"
+
+
+def test_an_installed_base_that_cannot_be_read_is_reported_with_where_it_was_looked_for(
+    tmp_path: Path,
+) -> None:
+    repo = repos.upgraded_plugins_repo(tmp_path / "repo", venv=False)
+    line = "TypeError: AlphaPlugin.start() got an unexpected keyword argument 'timeout'"
+    result = _fix(repo, tmp_path, line)
+    [learning] = result.learned
+    assert learning.rule is None and result.changes == []
+    assert "plugkit.Plugin.start is not installed where repairbot can read it" in learning.problem
+
+
+def test_a_virtualenv_linked_outside_the_repository_is_not_read(tmp_path: Path) -> None:
+    repo = repos.upgraded_plugins_repo(tmp_path / "repo", venv=False)
+    outside = tmp_path / "elsewhere"
+    repos.plugkit_library(outside / "lib/python3.12/site-packages")
+    (repo / ".venv").symlink_to(outside, target_is_directory=True)
+    line = "TypeError: AlphaPlugin.start() got an unexpected keyword argument 'timeout'"
+    result = _fix(repo, tmp_path, line)
+    assert result.learned[0].rule is None and result.changes == []
