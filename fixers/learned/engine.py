@@ -12,7 +12,7 @@ subclass gets a decision saying why it was left alone. Nothing here writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -267,16 +267,43 @@ class MigrationEngine:
             learning.notes.append(f"history: {learning.problem}; the pin applies")
         learning.rule, learning.problem, learning.evidence = pinned, "", ()
 
+    def _candidates(
+        self,
+        history: History,
+        learning: Learning,
+        pattern: str,
+        paths: list[str],
+        count: bool,
+        newest_first: bool,
+    ) -> Iterator[CommitRef]:
+        """The commits that may be the contract commit, newest first. ``newest_first``: ask git
+        for the newest alone before the rest: it usually teaches, and ``git log -1`` stops at
+        it instead of walking the whole history (what a repository without a commit-graph pays
+        for every path-limited walk)."""
+        seen: set[str] = set()
+        for limit in (1, MAX_CANDIDATES) if newest_first else (MAX_CANDIDATES,):
+            found = self._search(history, learning, pattern, paths, count, limit)
+            for commit in found:
+                if commit.sha not in seen:
+                    seen.add(commit.sha)
+                    yield commit
+            if not found:
+                return
+
     def _search(
-        self, history: History, learning: Learning, pattern: str, paths: list[str], count: bool
+        self,
+        history: History,
+        learning: Learning,
+        pattern: str,
+        paths: list[str],
+        count: bool,
+        limit: int,
     ) -> list[CommitRef]:
         top, tip = history.top, history.tip
         paths = [history.prefix + path for path in paths]
 
         def search() -> list[CommitRef]:
-            found = commits_changing(
-                top, pattern, paths, tip=tip, limit=MAX_CANDIDATES, count_change=count
-            )
+            found = commits_changing(top, pattern, paths, tip=tip, limit=limit, count_change=count)
             cut = shallow_boundary(top)
             return [c for c in found if c.sha not in cut]
 
@@ -295,18 +322,18 @@ class MigrationEngine:
         on_base, on_siblings, count = _patterns(brk)
         sibling_files = sorted({m.rel for m in hierarchy.members.values()})
         if learning.base_path is not None:
-            candidates = self._search(history, learning, on_base, [learning.base_path], count)
-        else:
-            candidates = self._search(history, learning, on_siblings, sibling_files, False)
-        if not candidates:
-            problem = "contract commit not in history" + (
-                f" ({learning.notes[-1]})" if learning.notes else ""
+            candidates = self._candidates(
+                history, learning, on_base, [learning.base_path], count, newest_first=True
             )
-            self._from_signature(learning, problem)
-            return
+        else:
+            candidates = self._candidates(
+                history, learning, on_siblings, sibling_files, False, newest_first=False
+            )
         family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
         examples: list[Example] = []
+        first: CommitRef | None = None
         for commit in candidates:
+            first = first or commit
             taught = commit_examples(history.top, commit, family, brk.method)
             learning.notes.extend(taught.notes)
             found = [e for e in taught.examples if _relevant(brk, e)]
@@ -315,7 +342,13 @@ class MigrationEngine:
                 examples = found
                 if learning.base_path is not None:
                     break
-        learning.commit = learning.commit or candidates[0]
+        if first is None:
+            problem = "contract commit not in history" + (
+                f" ({learning.notes[-1]})" if learning.notes else ""
+            )
+            self._from_signature(learning, problem)
+            return
+        learning.commit = learning.commit or first
         if learning.base_path is not None and examples:
             later = commits_changing(
                 history.top,
