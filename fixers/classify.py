@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fixers.failures import Failure, Finding
 from fixers.intake import FailureReport, Format, read_report
+from fixers.learned.breaks import LEARNING_FIXER, breaks_of
 from fixers.signatures import UNCLASSIFIED, Signature, builtin_signatures
 from fixers.tracebacks import (
     chained_block,
@@ -39,6 +40,12 @@ def classify_failures(
             # Frame and evidence come from the first affected test in id order: stable output
             # whatever order the CI happened to report the failures in.
             representative[key] = test_id
+            # A learned break's failures may name different classes: the representative's.
+            merged.message, merged.class_name, merged.captures = (
+                finding.message,
+                finding.class_name,
+                finding.captures,
+            )
             merged.frame, merged.class_frame, merged.evidence = (
                 finding.frame,
                 finding.class_frame,
@@ -100,7 +107,17 @@ def _signature_finding(
         else None,
         evidence=_excerpt(text, match.start()),
     )
-    return (signature.id, tuple(sorted(captures.items()))), finding
+    return _root_cause_key(signature.id, finding), finding
+
+
+def _root_cause_key(signature_id: str, finding: Finding) -> Hashable:
+    """What failures of one root cause share. A contract break to learn is one root cause
+    whatever class the log names (every subclass the contract commit missed fails the same
+    way, and one learning repairs them all: ``fixers.learned``); otherwise the captures."""
+    brk = next(iter(breaks_of([finding])), None) if finding.fixer == LEARNING_FIXER else None
+    if brk is not None:
+        return (LEARNING_FIXER, brk.kind, finding.missing_methods or brk.method, brk.keyword)
+    return (signature_id, tuple(sorted(finding.captures.items())))
 
 
 def _unclassified_finding(

@@ -132,3 +132,26 @@ def test_requires_hook_must_name_a_group():
     )
     with pytest.raises(SignatureError, match="'requires_hook' must name a group"):
         parse_signatures(document)
+
+
+def test_contract_breaks_to_learn_are_one_finding_per_root_cause_whatever_class_fails():
+    from fixers.classify import classify_failures
+    from fixers.failures import Failure
+
+    def abstract(cls: str, method: str) -> str:
+        return (
+            f"TypeError: Can't instantiate abstract class {cls} without an implementation "
+            f"for abstract method '{method}'"
+        )
+
+    failures = [
+        Failure(test_id="tests/test_b.py::test_rail", error_text=abstract("RailCarrier", "ship")),
+        Failure(test_id="tests/test_a.py::test_fake", error_text=abstract("FakeCarrier", "ship")),
+        Failure(test_id="tests/test_c.py::test_rail", error_text=abstract("RailCarrier", "load")),
+    ]
+    ship, load = sorted(classify_failures(failures), key=lambda f: f.missing_methods)[::-1]
+    assert ship.missing_methods == ("ship",) and load.missing_methods == ("load",)
+    # One root cause: the tests of both classes; the class and message of the first test.
+    assert ship.tests == ["tests/test_a.py::test_fake", "tests/test_b.py::test_rail"]
+    assert ship.class_name == "FakeCarrier" and "FakeCarrier" in ship.message
+    assert load.tests == ["tests/test_c.py::test_rail"]
