@@ -336,3 +336,23 @@ def test_a_virtualenv_linked_outside_the_repository_is_not_read(tmp_path: Path) 
     line = "TypeError: AlphaPlugin.start() got an unexpected keyword argument 'timeout'"
     result = _fix(repo, tmp_path, line)
     assert result.learned[0].rule is None and result.changes == []
+
+
+def test_a_contract_commit_that_also_changed_unrelated_code_teaches_only_the_method(
+    tmp_path: Path,
+) -> None:
+    repo = repos.new_repo(tmp_path / "repo")
+    repos.shipping_before(repo)
+    # The same commit reformats the unrelated Courier and gives AirCarrier a new helper.
+    repos.write(repo, {"shipping/courier.py": "class Courier:\n    def dispatch(self, p, q=1):\n        return p\n"})  # fmt: skip
+    repos.shipping_contract_commit(repo)
+    air = (repo / "shipping/air.py").read_text()
+    repos.write(repo, {"shipping/air.py": air + "\n    def weigh(self, parcel):\n        return 1\n"})  # fmt: skip
+    git(repo, "commit", "-q", "--amend", "--no-edit", "-a")
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None
+    assert learning.rule.words().startswith("rename dispatch -> ship, add *, priority=0, as in")
+    assert "weigh" not in learning.rule.words()
+    assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
+    assert "Courier" not in _decisions(result)
