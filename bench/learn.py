@@ -38,7 +38,8 @@ from fixers.classify import classify_failures
 from fixers.contracts import Contract
 from fixers.failures import Failure, Finding
 from fixers.index import RepoIndex
-from fixers.learned.engine import Learning, MigrationEngine
+from fixers.learned.engine import MigrationEngine
+from fixers.learned.learning import Learning
 from fixers.learned.policy import Policy
 from fixers.outcome import FixResult
 from fixers.sweep import fix, run_sweep

@@ -10,7 +10,7 @@ from fixers.unified_diff import split_lines, unified_diff
 from fixers.violation_types import Note, Violation
 
 if TYPE_CHECKING:
-    from fixers.learned.engine import Learning
+    from fixers.learned.learning import Learning
 
 ImportStatus = Literal["ok", "failed", "unverified", "not-run"]
 

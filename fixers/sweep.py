@@ -27,8 +27,9 @@ from fixers.import_check import (
 )
 from fixers.index import Hierarchy, IndexCache, RepoIndex
 from fixers.learned.breaks import LEARNED_SOURCE, ContractBreak, breaks_of
-from fixers.learned.engine import Learning, MigrationEngine
+from fixers.learned.engine import MigrationEngine
 from fixers.learned.history import History
+from fixers.learned.learning import Learning
 from fixers.learned.policy import Policy
 from fixers.outcome import FileChange, FixResult, ImportStatus, Skip, SweepResult
 from fixers.repo_paths import FileRefused, read_repo_file, write_repo_file

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Literal
 
 from fixers.base_tree import GitTreeError, work_tree
 from fixers.contracts import Contract
 from fixers.failures import Finding
-from fixers.index import Hierarchy, Member, RepoIndex
+from fixers.index import RepoIndex
 from fixers.learned.breaks import ContractBreak, breaks_of
+from fixers.learned.decisions import SubclassDecider
 from fixers.learned.examples import commit_examples
 from fixers.learned.history import (
     DEEPEN_STEP,
@@ -33,90 +32,27 @@ from fixers.learned.history import (
     is_shallow,
     shallow_boundary,
 )
-from fixers.learned.installed import InstalledMethod, installed_method
+from fixers.learned.installed import installed_method
+from fixers.learned.learning import Learning
+from fixers.learned.locate import locate, named_classes
 from fixers.learned.lookup import (
-    arg_names,
     class_function,
     find_base,
-    in_test_dir,
     member_of,
-    stub_source,
 )
 from fixers.learned.policy import Pin, Policy
 from fixers.learned.rule import (
     CommitRef,
     Example,
-    MigrationRule,
     NoRule,
     learn_rule,
     pinned_rule,
     signature_rule,
 )
-from fixers.learned.signature_edit import Function, params_of
-from fixers.learned.static_breaks import missing_abstract
-from fixers.violation_types import Violation
+from fixers.learned.signature_edit import params_of
 
-Outcome = Literal["fixed", "reported", "skipped"]
 MAX_CANDIDATES = 20
 MAX_LATER_COMMITS = 10
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the engine decided for one subclass, and why (``repairbot fix --explain``)."""
-
-    class_name: str
-    path: str
-    outcome: Outcome
-    reason: str
-
-
-@dataclass
-class Learning:
-    """Everything learned for one break: where, from which commit, the rule, the decisions."""
-
-    brk: ContractBreak
-    base: str = ""
-    base_path: str | None = None  # None: the base is outside the repository
-    base_dotted: str = ""  # the base as the failing class's imports name it
-    failing: str = ""  # the qualified name of the class the break was read for
-    installed: InstalledMethod | None = None  # an outside base's method, read from its library
-    commit: CommitRef | None = None
-    rule: MigrationRule | None = None
-    problem: str = ""
-    evidence: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
-    violations: list[Violation] = field(default_factory=list)
-    hierarchy: Hierarchy | None = None
-
-    def summary(self) -> str:
-        """One line: the rule in words, or why there is none."""
-        where = self.base_path or "outside the repository"
-        head = f"{self.brk.describe()} against {self.base or '?'} ({where})"
-        return f"{head}: {self.rule.words()}" if self.rule else f"{head}: {self.problem}"
-
-    def explain(self) -> list[str]:
-        """The summary, the evidence, then one line per subclass decision."""
-        lines = [self.summary(), *(f"  evidence: {line}" for line in self.evidence)]
-        lines += [f"  note: {note}" for note in self.notes]
-        lines += [f"  {d.outcome}: {d.class_name} ({d.path}): {d.reason}" for d in self.decisions]
-        return lines
-
-    def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict (``repairbot fix --json``)."""
-        return {
-            "break": self.brk.describe(),
-            "base": self.base,
-            "base_path": self.base_path,
-            "commit": {"sha": self.commit.sha, "subject": self.commit.subject}
-            if self.commit
-            else None,
-            "rule": self.rule.words() if self.rule else None,
-            "problem": self.problem or None,
-            "evidence": list(self.evidence),
-            "decisions": [d.__dict__ for d in self.decisions],
-        }
 
 
 def _patterns(brk: ContractBreak) -> tuple[str, str, bool]:
@@ -167,44 +103,10 @@ class MigrationEngine:
         """One ``Learning`` per root cause: a break whose class an earlier learning of the same
         method already decided on is that learning's (the base's other misses)."""
         learnings: list[Learning] = []
-        for brk in (located for named in breaks for located in self._locate(named)):
+        for brk in (located for named in breaks for located in locate(self.index, named)):
             if not _decided(learnings, brk):
                 learnings.append(self._learn(brk))
         return learnings
-
-    def _named(self, brk: ContractBreak) -> list[str]:
-        """The qualified names of the classes ``brk`` may mean, in a stable order."""
-        return sorted(
-            q
-            for q, (rel, c) in self.index.classes.items()
-            if c.name == brk.class_name and brk.path in (None, rel)
-        )
-
-    def _locate(self, brk: ContractBreak) -> list[ContractBreak]:
-        """``brk`` with its file, where a log's class name is defined more than once: each
-        class of that name that has the break (all of them when none visibly does)."""
-        if brk.path is not None:
-            return [brk]
-        self.index.load_hierarchies(
-            [Contract(name=f"probe:{brk.class_name}", base=brk.class_name, source="learned")]
-        )
-        named = self._named(brk)
-        if len(named) < 2:
-            return [brk]
-        broken = [q for q in named if self._has_break(q, brk)] or named
-        return [replace(brk, path=self.index.classes[q][0]) for q in broken]
-
-    def _has_break(self, qualname: str, brk: ContractBreak) -> bool:
-        """Whether the class ``qualname`` fails the way ``brk`` says, read from the tree."""
-        if brk.kind == "missing-abstract":
-            return brk.method in missing_abstract(self.index, qualname)
-        if brk.kind == "positional-count":
-            return brk.method in self.index.classes[qualname][1].methods
-        function = class_function(self.index, member_of(self.index, qualname), brk.method)
-        if function is None:
-            return False
-        names, takes_kwargs = arg_names(function)
-        return brk.keyword not in names and not takes_kwargs
 
     def _history(self) -> History:
         if self.history is not None:
@@ -221,7 +123,7 @@ class MigrationEngine:
             return learning
         contract = Contract(name=f"probe:{brk.class_name}", base=brk.class_name, source="learned")
         self.index.load_hierarchies([contract])
-        named = self._named(brk)
+        named = named_classes(self.index, brk)
         if not named:
             learning.problem = f"class {brk.class_name} is not defined in the repository"
             return learning
@@ -253,7 +155,7 @@ class MigrationEngine:
         pin = self.policy.pin_for(base, brk.method)
         if pin is not None:
             self._pin(learning, pin)
-        self._decide(learning)
+        SubclassDecider(self.index, self.policy).decide(learning)
         return learning
 
     @staticmethod
@@ -400,128 +302,3 @@ class MigrationEngine:
             learning.problem = f"{problem}; {rule.reason}"
         else:
             learning.rule, learning.problem = rule, ""
-
-    def _decide(self, learning: Learning) -> None:
-        hierarchy, rule = learning.hierarchy, learning.rule
-        assert hierarchy is not None
-        base_member = next(
-            (
-                Member(q, self.index.files[rel].module, rel, facts, (), False)
-                for q, (rel, facts) in self.index.classes.items()
-                if facts.name == learning.base and rel == learning.base_path
-            ),
-            None,
-        )
-        words = rule.words() if rule is not None else ""
-        for qual in sorted(hierarchy.members, key=lambda q: (hierarchy.members[q].rel, q)):
-            member = hierarchy.members[qual]
-            decision, violation = self._one(learning, rule, words, hierarchy, member, base_member)
-            learning.decisions.append(decision)
-            if violation is not None:
-                learning.violations.append(violation)
-
-    def _one(
-        self,
-        learning: Learning,
-        rule: MigrationRule | None,
-        words: str,
-        hierarchy: Hierarchy,
-        member: Member,
-        base_member: Member | None,
-    ) -> tuple[Decision, Violation | None]:
-        brk, facts = learning.brk, member.facts
-        if rule is None:
-            return Decision(
-                facts.qualname, member.rel, *self._unlearned(learning, hierarchy, member)
-            ), None
-        why = (
-            self._new_method(learning, words, hierarchy, member, base_member)
-            if rule.shape == "new-method"
-            else self._signature_unmatched(rule, brk.method, member)
-        )
-        if isinstance(why, tuple):
-            return Decision(facts.qualname, member.rel, *why), None
-        stub = why
-        violation = Violation(
-            kind="learned-migration",
-            contract=hierarchy.contract.name,
-            path=member.rel,
-            line=facts.line_of(rule.old_name or brk.method),
-            class_qualname=member.qualname,
-            detail=f"test double: stub {brk.method} raising NotImplementedError ({words})"
-            if stub
-            else words,
-            fix="learned",
-            method=brk.method,
-            rule=rule,
-            stub=stub,
-        )
-        return Decision(facts.qualname, member.rel, "fixed", violation.detail), violation
-
-    @staticmethod
-    def _inherits(hierarchy: Hierarchy, member: Member, method: str) -> bool:
-        """Whether the class or a repository ancestor below the base defines ``method`` (walked
-        only where it matters: 500 subclasses add up)."""
-        return any(method in m.facts.methods for m in hierarchy.ancestors(member.qualname))
-
-    def _unlearned(
-        self, learning: Learning, hierarchy: Hierarchy, member: Member
-    ) -> tuple[Outcome, str]:
-        brk, facts = learning.brk, member.facts
-        missing = brk.kind == "missing-abstract" and not facts.abstract_methods
-        if missing and not self._inherits(hierarchy, member, brk.method):
-            return "reported", learning.problem
-        return "skipped", f"not affected ({brk.method} is defined or inherited)"
-
-    def _signature_unmatched(
-        self, rule: MigrationRule, method: str, member: Member
-    ) -> tuple[Outcome, str] | str:
-        """Why a rename or new-parameter rule does not apply to ``member``, or "" (it does)."""
-        facts = member.facts
-        if rule.shape == "rename":
-            if method in facts.methods:
-                return "skipped", f"already defines {method}"
-            if rule.old_name not in facts.methods:
-                return "skipped", f"does not define {rule.old_name}"
-            return ""
-        function = class_function(self.index, member, method)
-        if function is None:
-            return "skipped", f"does not override {method}"
-        names, takes_kwargs = arg_names(function)
-        wanted = {p.name for p in rule.added}
-        if wanted <= names:
-            return "skipped", f"already takes {', '.join(sorted(wanted))}"
-        if takes_kwargs and all(p.kind == "keyword-only" for p in rule.added):
-            return "skipped", f"takes **kwargs: {', '.join(sorted(wanted))} reach it"
-        return ""
-
-    def _new_method(
-        self,
-        learning: Learning,
-        words: str,
-        hierarchy: Hierarchy,
-        member: Member,
-        base_member: Member | None,
-    ) -> tuple[Outcome, str] | str:
-        """Why a class missing a new abstract method is left alone, or the stub it gets."""
-        method = learning.brk.method
-        if self._inherits(hierarchy, member, method):
-            return "skipped", f"defines or inherits {method}"
-        if member.facts.abstract_methods:
-            return "skipped", "abstract itself"
-        if not in_test_dir(member.rel, self.policy.test_dirs):
-            why = (
-                "each sibling wrote its own body"
-                if learning.rule is not None and learning.rule.examples
-                else "a body is not something a signature determines"
-            )
-            return "reported", f"production class missing a new abstract method: {why} ({words})"
-        function: Function | None = None
-        if learning.installed is not None:
-            function = learning.installed.function
-        elif base_member is not None:
-            function = class_function(self.index, base_member, method)
-        source = stub_source(function, method)
-        if source is None:
-            return "reported", f"the signature of {learning.base}.{method} is not in the repository"
-        return source
