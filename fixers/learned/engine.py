@@ -263,6 +263,10 @@ class MigrationEngine:
             for commit in later:
                 more = commit_examples(history.top, commit, family, brk.method).examples
                 examples.extend(e for e in more if _relevant(brk, e))
+        # A twin family (a library's asyncio copy: same class names, another base module) edits
+        # in the same commit; the base's own subclasses' edits are the examples when there are.
+        own_files = {history.prefix + m.rel for m in hierarchy.members.values()}
+        examples = [e for e in examples if e.path in own_files] or examples
         learned = learn_rule(learning.base, brk.method, examples)
         if isinstance(learned, NoRule) and not examples:
             self._from_signature(learning, learned.reason)

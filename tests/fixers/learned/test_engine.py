@@ -356,3 +356,31 @@ def test_a_contract_commit_that_also_changed_unrelated_code_teaches_only_the_met
     assert "weigh" not in learning.rule.words()
     assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
     assert "Courier" not in _decisions(result)
+
+
+def test_a_twin_family_migrated_differently_in_the_same_commit_does_not_teach(
+    tmp_path: Path,
+) -> None:
+    # limits' contract commit edited the sync and the asyncio storages together: the asyncio
+    # twins (same class names, another base) are not examples for the sync base's rule.
+    repo = repos.new_repo(tmp_path / "repo")
+    repos.shipping_before(repo)
+    twin = "from asyncio_shipping.base import Carrier\n\n\nclass RoadCarrier(Carrier):\n"
+    repos.commit(repo, "asyncio twin", {
+        "asyncio_shipping/__init__.py": "",
+        "asyncio_shipping/base.py": "import abc\n\n\nclass Carrier(abc.ABC):\n"
+        "    @abc.abstractmethod\n    async def dispatch(self, parcel):\n        pass\n",
+        "asyncio_shipping/road.py": twin + "    async def dispatch(self, parcel):\n        return 1\n",
+    })  # fmt: skip
+    repos.write(repo, {
+        "asyncio_shipping/base.py": "import abc\n\n\nclass Carrier(abc.ABC):\n"
+        "    @abc.abstractmethod\n    async def ship(self, parcel, *, priority=5):\n        pass\n",
+        "asyncio_shipping/road.py": twin + "    async def ship(self, parcel, *, priority=5):\n"
+        "        return 1\n",
+    })  # fmt: skip
+    repos.shipping_contract_commit(repo)  # commits the twin's different migration with it
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None, learning.problem
+    assert learning.rule.words().startswith("rename dispatch -> ship, add *, priority=0, as in")
+    assert "shipping/rail.py" in {c.path for c in result.changes}
