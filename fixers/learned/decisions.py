@@ -88,10 +88,15 @@ class SubclassDecider:
         self, learning: Learning, hierarchy: Hierarchy, member: Member
     ) -> tuple[Outcome, str]:
         brk, facts = learning.brk, member.facts
-        missing = brk.kind == "missing-abstract" and not facts.abstract_methods
-        if missing and not self._inherits(hierarchy, member, brk.method):
+        if brk.kind == "missing-abstract":
+            if not facts.abstract_methods and not self._inherits(hierarchy, member, brk.method):
+                return "reported", learning.problem
+            return "skipped", f"not affected ({brk.method} is defined or inherited)"
+        # A call that no longer fits an override: the class the log names is broken; without a
+        # rule, which of the others are is not known.
+        if facts.name == brk.class_name and brk.method in facts.methods:
             return "reported", learning.problem
-        return "skipped", f"not affected ({brk.method} is defined or inherited)"
+        return "skipped", "not named in the log (no rule to compare its signature with)"
 
     def _signature_unmatched(
         self, rule: MigrationRule, method: str, member: Member
@@ -108,9 +113,12 @@ class SubclassDecider:
         if function is None:
             return "skipped", f"does not override {method}"
         names, takes_kwargs = arg_names(function)
-        wanted = {p.name for p in rule.added}
+        # An added *args/**kwargs is there when the override has one of that kind, whatever
+        # its name.
+        has = {"var-positional": function.args.vararg is not None, "var-keyword": takes_kwargs}
+        wanted = {p.name for p in rule.added if not has.get(p.kind, False)}
         if wanted <= names:
-            return "skipped", f"already takes {', '.join(sorted(wanted))}"
+            return "skipped", f"already takes {', '.join(sorted(p.name for p in rule.added))}"
         if takes_kwargs and all(p.kind == "keyword-only" for p in rule.added):
             return "skipped", f"takes **kwargs: {', '.join(sorted(wanted))} reach it"
         return ""

@@ -182,41 +182,29 @@ class MigrationEngine:
         for the newest alone before the rest: it usually teaches, and ``git log -1`` stops at
         it instead of walking the whole history (what a repository without a commit-graph pays
         for every path-limited walk)."""
+        top, tip = history.top, history.tip
+        paths = [history.prefix + path for path in paths]
+
+        def search(limit: int) -> list[CommitRef]:
+            found = commits_changing(top, pattern, paths, tip=tip, limit=limit, count_change=count)
+            cut = shallow_boundary(top)
+            return [c for c in found if c.sha not in cut]
+
         seen: set[str] = set()
         for limit in (1, MAX_CANDIDATES) if newest_first else (MAX_CANDIDATES,):
-            found = self._search(history, learning, pattern, paths, count, limit)
+            found = search(limit)
+            while not found and is_shallow(top):
+                depth = history_depth(top, tip)
+                if depth >= self.policy.max_depth or not deepen(top, DEEPEN_STEP):
+                    learning.notes.append(f"shallow clone: searched {depth} commit(s)")
+                    break
+                found = search(limit)
             for commit in found:
                 if commit.sha not in seen:
                     seen.add(commit.sha)
                     yield commit
             if not found:
                 return
-
-    def _search(
-        self,
-        history: History,
-        learning: Learning,
-        pattern: str,
-        paths: list[str],
-        count: bool,
-        limit: int,
-    ) -> list[CommitRef]:
-        top, tip = history.top, history.tip
-        paths = [history.prefix + path for path in paths]
-
-        def search() -> list[CommitRef]:
-            found = commits_changing(top, pattern, paths, tip=tip, limit=limit, count_change=count)
-            cut = shallow_boundary(top)
-            return [c for c in found if c.sha not in cut]
-
-        commits = search()
-        while not commits and is_shallow(top):
-            depth = history_depth(top, tip)
-            if depth >= self.policy.max_depth or not deepen(top, DEEPEN_STEP):
-                learning.notes.append(f"shallow clone: searched {depth} commit(s)")
-                break
-            commits = search()
-        return commits
 
     def _find_rule(self, history: History, learning: Learning) -> None:
         brk, hierarchy = learning.brk, learning.hierarchy

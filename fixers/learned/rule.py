@@ -123,6 +123,12 @@ def learn_rule(base: str, method: str, examples: Sequence[Example]) -> Migration
             tuple(evidence_line(e) for e in examples),
         )
     first = examples[0].edit
+    if first.inserted_before:
+        return NoRule(
+            f"the siblings added a positional parameter of {method} before existing ones: the "
+            "base's arguments shift, and only a human can place it in a missed override",
+            tuple(evidence_line(e) for e in examples),
+        )
     return MigrationRule(
         base=base,
         method=method,

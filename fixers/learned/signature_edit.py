@@ -51,11 +51,15 @@ class MethodEdit:
     removed: tuple[str, ...] = ()
     changed: tuple[Param, ...] = ()
     body_changed: bool = False
+    # A positional parameter added before one the method already had: every caller's later
+    # arguments move, which appending (all the codemod can do) would get wrong.
+    inserted_before: bool = False
 
     @property
     def signature_key(self) -> tuple[object, ...]:
         """What siblings must agree on for a rule to be learned (annotations aside)."""
         return (
+            self.inserted_before,
             self.old_name,
             self.new_name,
             tuple((p.name, p.kind, p.default) for p in self.added),
@@ -152,7 +156,16 @@ def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
             if name in before and (before[name].kind, before[name].default) != (p.kind, p.default)
         ),
         body_changed=_body_code(old) != _body_code(new),
+        inserted_before=_inserted_before(params_of(new), set(before)),
     )
+
+
+def _inserted_before(after: tuple[Param, ...], kept: set[str]) -> bool:
+    """Whether a positional parameter not in ``kept`` comes before one that is."""
+    positional = [p.name for p in after if p.kind in ("positional-only", "positional")]
+    new = [i for i, name in enumerate(positional) if name not in kept]
+    old = [i for i, name in enumerate(positional) if name in kept]
+    return bool(new and old) and min(new) < max(old)
 
 
 def class_methods(node: ast.ClassDef) -> dict[str, Function]:

@@ -384,3 +384,47 @@ def test_a_twin_family_migrated_differently_in_the_same_commit_does_not_teach(
     assert learning.rule is not None, learning.problem
     assert learning.rule.words().startswith("rename dispatch -> ship, add *, priority=0, as in")
     assert "shipping/rail.py" in {c.path for c in result.changes}
+
+
+def _handlers_repo(path: Path, before: str, after: str, call: str) -> Path:
+    """Handler.handle's signature goes from ``before`` to ``after`` (the base calls it with
+    ``call``): two siblings migrated, ``MissedHandler`` missed."""
+    repo = repos.new_repo(path)
+    base = "import abc\n\n\nclass Handler(abc.ABC):\n    def run(self):\n        return self.handle({call})\n\n    @abc.abstractmethod\n    def handle({params}):\n        pass\n"  # fmt: skip
+    sub = "from hooks.base import Handler\n\n\nclass {cls}(Handler):\n    def handle({params}):\n        return 1\n"  # fmt: skip
+    files = {"hooks/__init__.py": "", "hooks/base.py": base.format(call="a, k", params=before)}
+    for cls in ("OneHandler", "TwoHandler", "MissedHandler"):
+        files[f"hooks/{cls.lower()}.py"] = sub.format(cls=cls, params=before)
+    repos.commit(repo, "handlers", files)
+    files = {"hooks/base.py": base.format(call=call, params=after)}
+    for cls in ("OneHandler", "TwoHandler"):
+        files[f"hooks/{cls.lower()}.py"] = sub.format(cls=cls, params=after)
+    repos.commit(repo, "Handler.handle changes", files)
+    return repo
+
+
+def test_a_positional_parameter_the_siblings_put_first_is_reported_not_appended(
+    tmp_path: Path,
+) -> None:
+    # webargs 5da3754: get_request_from_view_args(self, view, args, kwargs); appending `view`
+    # would make the base's arguments land in the wrong parameters.
+    repo = _handlers_repo(tmp_path / "repo", "self, args, kwargs", "self, view, args, kwargs", "v, a, k")  # fmt: skip
+    line = "TypeError: MissedHandler.handle() takes 3 positional arguments but 4 were given"
+    result = _fix(repo, tmp_path, line)
+    [learning] = result.learned
+    assert learning.rule is None and result.changes == []
+    assert "before existing ones" in learning.problem
+    assert _decisions(result)["MissedHandler"][0] == "reported"
+
+
+def test_siblings_that_already_take_an_added_star_kwargs_are_not_labelled_fixed(
+    tmp_path: Path,
+) -> None:
+    repo = _handlers_repo(tmp_path / "repo", "self, a, k", "self, a, k, privacy=False, **kwargs", "a, k, privacy=True")  # fmt: skip
+    line = "TypeError: MissedHandler.handle() got an unexpected keyword argument 'privacy'"
+    result = _fix(repo, tmp_path, line)
+    decisions = _decisions(result)
+    assert decisions["OneHandler"][0] == decisions["TwoHandler"][0] == "skipped"
+    assert decisions["MissedHandler"][0] == "fixed"
+    [change] = result.changes
+    assert "    def handle(self, a, k, privacy=False, **kwargs):\n" in change.after
