@@ -21,6 +21,7 @@ from libcst.codemod import CodemodContext
 
 from fixers.codemods._common import ClassTargetCommand
 from fixers.codemods.examples import Example
+from fixers.codemods.parameter_edits import NotLearnable, edit_parameters
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
 from fixers.index import Hierarchy
 from fixers.learned.signature_edit import Param
@@ -28,7 +29,7 @@ from fixers.outcome import Skip
 from fixers.violation_types import Violation
 
 DESCRIPTION = "Apply the migration a contract commit made to its subclasses to the ones it missed."
-ParamSpec = Sequence[str | None]  # (name, kind, default, annotation), JSON-friendly
+ParamSpec = Sequence[str | int | None]  # (name, kind, default, annotation[, position]): JSON
 
 
 class _SuperCallRenamer(cst.CSTTransformer):
@@ -46,127 +47,8 @@ class _SuperCallRenamer(cst.CSTTransformer):
 
 
 def _param(spec: ParamSpec) -> Param:
-    name, kind, default, annotation = (list(spec) + [None] * 4)[:4]
-    return Param(str(name), kind, default, annotation)  # type: ignore[arg-type]
-
-
-def _node(param: Param) -> cst.Param:
-    annotation = (
-        cst.Annotation(cst.parse_expression(param.annotation)) if param.annotation else None
-    )
-    default = cst.parse_expression(param.default) if param.default is not None else None
-    return cst.Param(
-        cst.Name(param.name),
-        annotation=annotation,
-        default=default,
-        equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(" " if annotation else ""),
-            whitespace_after=cst.SimpleWhitespace(" " if annotation else ""),
-        )
-        if default is not None
-        else cst.MaybeSentinel.DEFAULT,
-    )
-
-
-def _elements(params: cst.Parameters) -> list[cst.CSTNode]:
-    star = [params.star_arg] if isinstance(params.star_arg, cst.Param | cst.ParamStar) else []
-    slash = [params.posonly_ind] if isinstance(params.posonly_ind, cst.ParamSlash) else []
-    kwarg = [params.star_kwarg] if params.star_kwarg is not None else []
-    return [
-        *params.posonly_params, *slash, *params.params, *star, *params.kwonly_params, *kwarg
-    ]  # fmt: skip
-
-
-def _recomma(edited: cst.Parameters, original: cst.Parameters) -> cst.Parameters:
-    """Commas in the original's style: every separator like its first, the last one as its last
-    (a black-style trailing comma and line break stay where they were)."""
-    before = _elements(original)
-    if len(before) < 2:
-        return edited
-    inner = before[0].comma  # type: ignore[attr-defined]
-    last = before[-1].comma  # type: ignore[attr-defined]
-    after = _elements(edited)
-    commas = {id(node): inner if i < len(after) - 1 else last for i, node in enumerate(after)}
-
-    def put(node: cst.CSTNode) -> cst.CSTNode:
-        return node.with_changes(comma=commas[id(node)])
-
-    return edited.with_changes(
-        posonly_params=[put(p) for p in edited.posonly_params],
-        posonly_ind=put(edited.posonly_ind)
-        if isinstance(edited.posonly_ind, cst.ParamSlash)
-        else edited.posonly_ind,
-        params=[put(p) for p in edited.params],
-        star_arg=put(edited.star_arg)
-        if isinstance(edited.star_arg, cst.Param | cst.ParamStar)
-        else edited.star_arg,
-        kwonly_params=[put(p) for p in edited.kwonly_params],
-        star_kwarg=put(edited.star_kwarg) if edited.star_kwarg is not None else None,
-    )
-
-
-class NotLearnable(Exception):
-    """The learned edit does not fit this method's parameters; the message says why."""
-
-
-def edit_parameters(
-    params: cst.Parameters,
-    added: Sequence[Param],
-    removed: Sequence[str],
-    changed: Sequence[Param],
-) -> cst.Parameters:
-    """``params`` with ``removed`` dropped, ``changed`` re-defaulted and ``added`` appended in
-    their kind's place; names already present are left as they are (a second run adds nothing)."""
-    drop = set(removed)
-    defaults = {p.name: p for p in changed}
-    present = {
-        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-    }
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            present.add(extra.name.value)
-
-    def keep(items: Sequence[cst.Param]) -> list[cst.Param]:
-        out: list[cst.Param] = []
-        for p in items:
-            if p.name.value in drop:
-                continue
-            new = defaults.get(p.name.value)
-            if new is not None:
-                p = p.with_changes(default=_node(new).default, equal=_node(new).equal)
-            out.append(p)
-        return out
-
-    positional, keyword_only = keep(params.params), keep(params.kwonly_params)
-    star_arg, star_kwarg = params.star_arg, params.star_kwarg
-    if isinstance(star_arg, cst.Param) and star_arg.name.value in drop:
-        star_arg = cst.MaybeSentinel.DEFAULT
-    if star_kwarg is not None and star_kwarg.name.value in drop:
-        star_kwarg = None
-    for param in added:
-        if param.name in present:
-            continue
-        node = _node(param)
-        if param.kind == "positional":
-            if param.default is None and any(p.default is not None for p in positional):
-                raise NotLearnable(f"{param.name} has no default but follows parameters that do")
-            positional.append(node)
-        elif param.kind == "keyword-only":
-            if not isinstance(star_arg, cst.Param | cst.ParamStar):
-                star_arg = cst.ParamStar()
-            keyword_only.append(node)
-        elif param.kind == "var-keyword" and star_kwarg is None:
-            star_kwarg = node.with_changes(star="**")
-        elif param.kind == "var-positional" and not isinstance(star_arg, cst.Param):
-            star_arg = node.with_changes(star="*")
-        else:
-            raise NotLearnable(f"cannot add {param.source()} ({param.kind}) here")
-    if isinstance(star_arg, cst.ParamStar) and not keyword_only:
-        star_arg = cst.MaybeSentinel.DEFAULT  # a bare * needs a keyword-only parameter after it
-    edited = params.with_changes(
-        params=positional, kwonly_params=keyword_only, star_arg=star_arg, star_kwarg=star_kwarg
-    )
-    return _recomma(edited, params)
+    name, kind, default, annotation, position = (list(spec) + [None] * 5)[:5]
+    return Param(str(name), kind, default, annotation, position)  # type: ignore[arg-type]
 
 
 class LearnedMigrationCommand(ClassTargetCommand):
@@ -249,8 +131,8 @@ def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step 
         return Skip(v.path, f"{v.class_qualname}: no learned rule", v.class_qualname)
     member = hierarchy.members[v.class_qualname]
 
-    def spec(p: Param) -> list[str | None]:
-        return [p.name, p.kind, p.default, p.annotation]
+    def spec(p: Param) -> list[str | int | None]:
+        return [p.name, p.kind, p.default, p.annotation, p.position]
 
     options: dict[str, object] = {
         "classes": [member.facts.qualname],
@@ -328,6 +210,24 @@ class Gauge(Meter):
             "classes": ["Gauge"],
             "new": "sample",
             "added": [["labels", "keyword-only", "None", "dict | None"]],
+        },
+    ),
+    Example(
+        "a positional parameter the siblings put first goes first, not last",
+        before="""
+class FormParser(Parser):
+    def request_of(self, args, kwargs):
+        return args[0]
+""",
+        after="""
+class FormParser(Parser):
+    def request_of(self, view, args, kwargs):
+        return args[0]
+""",
+        args={
+            "classes": ["FormParser"],
+            "new": "request_of",
+            "added": [["view", "positional", None, None, 1]],
         },
     ),
     Example(

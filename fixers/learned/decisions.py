@@ -4,6 +4,8 @@ each with its reason. A rename or new-parameter rule applies to a class that sti
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fixers.index import Hierarchy, Member, RepoIndex
 from fixers.learned.learning import Decision, Learning, Outcome
 from fixers.learned.lookup import arg_names, class_function, in_test_dir, stub_source
@@ -11,6 +13,16 @@ from fixers.learned.policy import Policy
 from fixers.learned.rule import MigrationRule
 from fixers.learned.signature_edit import Function
 from fixers.violation_types import Violation
+
+
+def _stubbed_ancestor(
+    hierarchy: Hierarchy, violation: Violation | None, stubbed: set[str]
+) -> str | None:
+    """The ancestor of a stubbed double that gets the same stub (the double inherits it)."""
+    if violation is None or not violation.stub:
+        return None
+    above = hierarchy.ancestors(violation.class_qualname)[1:]
+    return next((m.facts.qualname for m in above if m.qualname in stubbed), None)
 
 
 class SubclassDecider:
@@ -33,9 +45,18 @@ class SubclassDecider:
             None,
         )
         words = rule.words() if rule is not None else ""
+        decided: list[tuple[Decision, Violation | None]] = []
         for qual in sorted(hierarchy.members, key=lambda q: (hierarchy.members[q].rel, q)):
             member = hierarchy.members[qual]
-            decision, violation = self._one(learning, rule, words, hierarchy, member, base_member)
+            decided.append(self._one(learning, rule, words, hierarchy, member, base_member))
+        stubbed = {v.class_qualname for _, v in decided if v is not None and v.stub}
+        for decision, violation in decided:
+            above = _stubbed_ancestor(hierarchy, violation, stubbed)
+            if above is not None:
+                decision = replace(
+                    decision, outcome="skipped", reason=f"inherits the stub {above} gets"
+                )
+                violation = None
             learning.decisions.append(decision)
             if violation is not None:
                 learning.violations.append(violation)

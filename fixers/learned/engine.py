@@ -22,7 +22,7 @@ from fixers.failures import Finding
 from fixers.index import RepoIndex
 from fixers.learned.breaks import ContractBreak, breaks_of
 from fixers.learned.decisions import SubclassDecider
-from fixers.learned.examples import commit_examples
+from fixers.learned.examples import BaseRef, commit_examples
 from fixers.learned.history import (
     DEEPEN_STEP,
     History,
@@ -44,6 +44,7 @@ from fixers.learned.policy import Pin, Policy
 from fixers.learned.rule import (
     CommitRef,
     Example,
+    MigrationRule,
     NoRule,
     learn_rule,
     pinned_rule,
@@ -52,17 +53,21 @@ from fixers.learned.rule import (
 from fixers.learned.signature_edit import params_of
 
 MAX_CANDIDATES = 20
+NEW_ABSTRACT = ("made abstract", "added")  # what a base's commit did that a stub answers
 MAX_LATER_COMMITS = 10
 
 
 def _patterns(brk: ContractBreak) -> tuple[str, str, bool]:
-    """(pattern on the base's file, pattern on the siblings' files, count change?)."""
+    """(pattern on the base's file, pattern on the siblings' files, count change?). A method
+    that became abstract may have kept its ``def`` line (only the decorator was added): the
+    base's file is searched for either line, and a candidate that did not change the base's
+    method is passed over (``CommitExamples.base_changed``)."""
     define = rf"def\s+{re.escape(brk.method)}\s*\("
     if brk.kind == "unexpected-keyword" and brk.keyword:
         return rf"\b{re.escape(brk.keyword)}\s*=", rf"\b{re.escape(brk.keyword)}\b", False
     if brk.kind == "positional-count":
         return rf"\.{re.escape(brk.method)}\s*\(", define, False
-    return define, define, True
+    return rf"(def\s+{re.escape(brk.method)}\s*\(|abstractmethod)", define, False
 
 
 def _relevant(brk: ContractBreak, example: Example) -> bool:
@@ -220,25 +225,13 @@ class MigrationEngine:
                 history, learning, on_siblings, sibling_files, False, newest_first=False
             )
         family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
-        examples: list[Example] = []
-        first: CommitRef | None = None
-        for commit in candidates:
-            first = first or commit
-            taught = commit_examples(history.top, commit, family, brk.method)
-            learning.notes.extend(taught.notes)
-            found = [e for e in taught.examples if _relevant(brk, e)]
-            if found:
-                learning.commit = commit
-                examples = found
-                if learning.base_path is not None:
-                    break
-        if first is None:
+        examples, base_change = self._contract_commit(history, learning, candidates, family)
+        if learning.commit is None:
             problem = "contract commit not in history" + (
                 f" ({learning.notes[-1]})" if learning.notes else ""
             )
             self._from_signature(learning, problem)
             return
-        learning.commit = learning.commit or first
         if learning.base_path is not None and examples:
             later = commits_changing(
                 history.top,
@@ -255,13 +248,68 @@ class MigrationEngine:
         # in the same commit; the base's own subclasses' edits are the examples when there are.
         own_files = {history.prefix + m.rel for m in hierarchy.members.values()}
         examples = [e for e in examples if e.path in own_files] or examples
-        learned = learn_rule(learning.base, brk.method, examples)
-        if isinstance(learned, NoRule) and not examples:
+        self._adopt(learning, learn_rule(learning.base, brk.method, examples), base_change)
+
+    @staticmethod
+    def _contract_commit(
+        history: History,
+        learning: Learning,
+        candidates: Iterable[CommitRef],
+        family: frozenset[str],
+    ) -> tuple[list[Example], str | None]:
+        """Sets ``learning.commit`` to the contract commit: the newest candidate that teaches
+        (for an outside base, the oldest: the upgrade), else the newest that changed the
+        contract. Returns its examples and what it did to the base's method (``base_change``)."""
+        brk = learning.brk
+        base = (
+            BaseRef(learning.base, history.prefix + learning.base_path)
+            if learning.base_path is not None and brk.kind == "missing-abstract"
+            else None
+        )
+        examples: list[Example] = []
+        first: tuple[CommitRef, str | None] | None = None
+        for commit in candidates:
+            taught = commit_examples(history.top, commit, family, brk.method, base)
+            if taught.base_change == "":
+                continue  # touched the base's file, not its contract for this method
+            first = first or (commit, taught.base_change)
+            learning.notes.extend(taught.notes)
+            found = [e for e in taught.examples if _relevant(brk, e)]
+            if found:
+                learning.commit, examples = commit, found
+                if learning.base_path is not None:
+                    break
+        if first is None:
+            return [], None
+        learning.commit = learning.commit or first[0]
+        return examples, first[1] if learning.commit == first[0] else None
+
+    def _adopt(
+        self, learning: Learning, learned: MigrationRule | NoRule, base_change: str | None
+    ) -> None:
+        """Keep the learned rule, or say why there is none (from a signature when it can)."""
+        brk = learning.brk
+        assert learning.commit is not None
+        # No evidence: no sibling was migrated (the evidence is each sibling's edit).
+        if isinstance(learned, NoRule) and not learned.evidence and base_change in NEW_ABSTRACT:
+            # No sibling needed migrating (they already had the method): the base's own
+            # signature is all a test double's stub takes.
+            learning.rule = MigrationRule(
+                learning.base, brk.method, "new-method", None, (), (), (), (),
+                origin=f"{base_change} in {learning.base} by {learning.commit.short()}",
+            )  # fmt: skip
+        elif isinstance(learned, NoRule) and not learned.evidence:
             self._from_signature(learning, learned.reason)
         elif isinstance(learned, NoRule):
             learning.problem, learning.evidence = learned.reason, learned.evidence
         else:
             learning.rule = learned
+            learning.notes.extend(
+                f"{e.class_name} also kept {e.edit.old_name} as a wrapper: its own API "
+                "decision, not part of the rule"
+                for e in learned.examples
+                if e.edit.old_kept
+            )
 
     def _from_signature(self, learning: Learning, problem: str) -> None:
         """No sibling to learn from: for a base outside the repository, what its installed

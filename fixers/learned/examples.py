@@ -16,7 +16,14 @@ from pathlib import Path
 
 from fixers.learned.history import blobs, changed_python_files, parent_of
 from fixers.learned.rule import CommitRef, Example
-from fixers.learned.signature_edit import class_edits, code_of
+from fixers.learned.signature_edit import (
+    Function,
+    class_edits,
+    class_methods,
+    code_of,
+    params_of,
+)
+from fixers.pyfacts import is_abstract
 
 
 @dataclass
@@ -26,6 +33,17 @@ class CommitExamples:
     commit: CommitRef
     examples: list[Example] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What the commit did to the base's own method: "" nothing, else "made abstract",
+    # "added", "renamed" or "changed"; None when not asked or the base's file is unreadable.
+    base_change: str | None = None
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """The contract's base: its class name and its file (below the history's top)."""
+
+    name: str
+    path: str
 
 
 def classes_in(module: ast.Module) -> Iterator[tuple[str, ast.ClassDef]]:
@@ -55,11 +73,42 @@ def _parse(data: bytes | None) -> ast.Module | None:
         return None
 
 
+def _base_change(before: ast.Module, after: ast.Module, base: str, method: str) -> str:
+    """What changed about ``method`` of class ``base`` between two versions of its module."""
+    old, new = _class_named(before, base), _class_named(after, base)
+    if new is None:
+        return "changed"
+    now = class_methods(new).get(method)
+    was = class_methods(old).get(method) if old is not None else None
+    if was is None:
+        edits = class_edits(old, new, method) if old is not None else []
+        return "renamed" if edits and edits[0].old_name is not None else "added"
+    if now is None:
+        return "changed"
+    if is_abstract(now) and not is_abstract(was):
+        return "made abstract"
+
+    def signature(function: Function) -> list[tuple[str, str, str | None]]:
+        return [(p.name, p.kind, p.default) for p in params_of(function)]
+
+    same = signature(was) == signature(now) and is_abstract(was) == is_abstract(now)
+    return "" if same else "changed"
+
+
+def _class_named(module: ast.Module, name: str) -> ast.ClassDef | None:
+    return next((node for _, node in classes_in(module) if node.name == name), None)
+
+
 def commit_examples(
-    top: Path, commit: CommitRef, family: frozenset[str], method: str
+    top: Path,
+    commit: CommitRef,
+    family: frozenset[str],
+    method: str,
+    base: BaseRef | None = None,
 ) -> CommitExamples:
     """The examples ``commit`` gives for ``method`` among classes deriving from ``family``
-    (simple class names: the base and its known subclasses)."""
+    (simple class names: the base and its known subclasses); with ``base``, also whether the
+    commit changed the base's own ``method``."""
     found = CommitExamples(commit)
     parent = parent_of(top, commit.sha)
     changes = changed_python_files(top, commit.sha, parent) if parent else []
@@ -76,6 +125,8 @@ def commit_examples(
         if after is None or before is None:
             found.notes.append(f"{change.after} at {commit.sha[:7]}: binary, too big or not Python")
             continue
+        if base is not None and change.after == base.path:
+            found.base_change = _base_change(before, after, base.name, method)
         old = dict(classes_in(before))
         for qualname, node in classes_in(after):
             if qualname not in old or not (base_names(node) & family):

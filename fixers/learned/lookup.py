@@ -71,8 +71,9 @@ def in_test_dir(rel: str, test_dirs: Iterable[str]) -> bool:
     )
 
 
-def class_function(index: RepoIndex, member: Member, name: str) -> ast.FunctionDef | None:
-    """The ``def name`` directly in ``member``'s class body, from the index's ``ast``."""
+def class_function(index: RepoIndex, member: Member, name: str) -> Function | None:
+    """The ``def``/``async def name`` directly in ``member``'s class body, from the index's
+    ``ast``."""
     tree = index.tree(member.rel)
     if tree is None:
         return None
@@ -83,10 +84,17 @@ def class_function(index: RepoIndex, member: Member, name: str) -> ast.FunctionD
         if node is None:
             return None
         body = node.body
-    return next((n for n in body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return next(
+        (
+            n
+            for n in body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name
+        ),
+        None,
+    )
 
 
-def arg_names(function: ast.FunctionDef) -> tuple[set[str], bool]:
+def arg_names(function: Function) -> tuple[set[str], bool]:
     """The names a function takes, and whether it takes ``**kwargs``."""
     a = function.args
     names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}

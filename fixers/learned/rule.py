@@ -99,13 +99,16 @@ def _agreed(params: Sequence[Sequence[Param]]) -> tuple[Param, ...]:
     for i, param in enumerate(first):
         annotations = {group[i].annotation for group in params}
         kept = param.annotation if len(annotations) == 1 else None
-        out.append(Param(param.name, param.kind, param.default, kept))
+        out.append(Param(param.name, param.kind, param.default, kept, param.position))
     return tuple(out)
 
 
 def evidence_line(example: Example) -> str:
     """``CsvExporter (exporters/csv.py, a1b2c3d): rename export -> emit, add *, sink=None``."""
-    body = "; body edited too" if example.edit.body_changed else ""
+    edit = example.edit
+    body = "; body edited too" if edit.body_changed else ""
+    if edit.old_kept:
+        body += f"; kept {edit.old_name} as a wrapper"
     return (
         f"{example.class_name} ({example.path}, {example.commit.sha[:7]}): "
         f"{example.edit.describe()}{body}"
@@ -123,12 +126,6 @@ def learn_rule(base: str, method: str, examples: Sequence[Example]) -> Migration
             tuple(evidence_line(e) for e in examples),
         )
     first = examples[0].edit
-    if first.inserted_before:
-        return NoRule(
-            f"the siblings added a positional parameter of {method} before existing ones: the "
-            "base's arguments shift, and only a human can place it in a missed override",
-            tuple(evidence_line(e) for e in examples),
-        )
     return MigrationRule(
         base=base,
         method=method,

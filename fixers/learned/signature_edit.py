@@ -10,7 +10,7 @@ anti-unification.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 ParamKind = Literal[
@@ -26,6 +26,9 @@ class Param:
     kind: ParamKind
     default: str | None = None
     annotation: str | None = None
+    # Where an added positional parameter went when it went before existing ones: its index
+    # among the positional parameters after the edit (``self`` is 0). None: appended.
+    position: int | None = None
 
     def source(self) -> str:
         """How it reads in a ``def`` (``sink: Sink | None = None``; ``**kwargs``)."""
@@ -51,18 +54,17 @@ class MethodEdit:
     removed: tuple[str, ...] = ()
     changed: tuple[Param, ...] = ()
     body_changed: bool = False
-    # A positional parameter added before one the method already had: every caller's later
-    # arguments move, which appending (all the codemod can do) would get wrong.
-    inserted_before: bool = False
+    # A rename that kept the old name as a (deprecated) wrapper: the sibling's own API
+    # decision, shown as evidence, not part of what siblings must agree on.
+    old_kept: bool = False
 
     @property
     def signature_key(self) -> tuple[object, ...]:
         """What siblings must agree on for a rule to be learned (annotations aside)."""
         return (
-            self.inserted_before,
             self.old_name,
             self.new_name,
-            tuple((p.name, p.kind, p.default) for p in self.added),
+            tuple((p.name, p.kind, p.default, p.position) for p in self.added),
             self.removed,
             tuple((p.name, p.kind, p.default) for p in self.changed),
         )
@@ -86,7 +88,8 @@ class MethodEdit:
 
 
 def _shown(param: Param) -> str:
-    return ("*, " if param.kind == "keyword-only" else "") + param.source()
+    where = f" as positional parameter {param.position + 1}" if param.position is not None else ""
+    return ("*, " if param.kind == "keyword-only" else "") + param.source() + where
 
 
 def code_of(node: ast.AST | None) -> str | None:
@@ -148,7 +151,7 @@ def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
     return MethodEdit(
         old.name,
         new.name,
-        added=tuple(p for name, p in after.items() if name not in before),
+        added=_placed(params_of(new), set(before)),
         removed=tuple(name for name in before if name not in after),
         changed=tuple(
             p
@@ -156,16 +159,17 @@ def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
             if name in before and (before[name].kind, before[name].default) != (p.kind, p.default)
         ),
         body_changed=_body_code(old) != _body_code(new),
-        inserted_before=_inserted_before(params_of(new), set(before)),
     )
 
 
-def _inserted_before(after: tuple[Param, ...], kept: set[str]) -> bool:
-    """Whether a positional parameter not in ``kept`` comes before one that is."""
-    positional = [p.name for p in after if p.kind in ("positional-only", "positional")]
-    new = [i for i, name in enumerate(positional) if name not in kept]
-    old = [i for i, name in enumerate(positional) if name in kept]
-    return bool(new and old) and min(new) < max(old)
+def _placed(after: tuple[Param, ...], kept: set[str]) -> tuple[Param, ...]:
+    """The parameters of ``after`` not in ``kept``; a positional one that went before a kept
+    positional parameter carries its index (every later argument of a caller moves with it, so
+    it must be inserted there, never appended)."""
+    positional = [p for p in after if p.kind in ("positional-only", "positional")]
+    last_kept = max((i for i, p in enumerate(positional) if p.name in kept), default=-1)
+    where = {p.name: i for i, p in enumerate(positional) if i < last_kept}
+    return tuple(replace(p, position=where.get(p.name)) for p in after if p.name not in kept)
 
 
 def class_methods(node: ast.ClassDef) -> dict[str, Function]:
@@ -177,8 +181,10 @@ def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[M
     """The edits of a class that concern method ``focus`` (its name after the commit).
 
     A method ``focus`` that appeared is a rename when exactly one method disappeared, or when
-    one of several that did has the same body; otherwise it is a new method. A method ``focus``
-    present on both sides gives its parameter changes, if any.
+    one of several that did has the same body; or, when none disappeared, when exactly one
+    method that stayed had ``focus``'s body before and another after (the old name kept as a
+    wrapper). Otherwise it is a new method. A method ``focus`` present on both sides gives its
+    parameter changes, if any.
     """
     old_methods, new_methods = class_methods(before), class_methods(after)
     target = new_methods.get(focus)
@@ -192,4 +198,15 @@ def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[M
     if len(gone) > 1:
         same_body = [f for f in gone if _body_code(f) == _body_code(target)]
         gone = same_body if len(same_body) == 1 else []
-    return [method_edit(gone[0] if gone else None, target)]
+    if gone:
+        return [method_edit(gone[0], target)]
+    wrapped = [
+        old_methods[name]
+        for name in old_methods
+        if name in new_methods
+        and _body_code(old_methods[name]) == _body_code(target)
+        and _body_code(new_methods[name]) != _body_code(target)
+    ]
+    if len(wrapped) == 1:
+        return [replace(method_edit(wrapped[0], target), old_kept=True)]
+    return [method_edit(None, target)]

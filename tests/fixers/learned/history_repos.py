@@ -224,6 +224,50 @@ def storage_repo(path: Path) -> Path:
     return repo
 
 
+def made_abstract_storage_repo(path: Path) -> Path:
+    """Store.compact was concrete (it raised NotImplementedError) and every production store
+    defined it; then a commit only decorated it with ``@abc.abstractmethod`` (the ``def`` line
+    unchanged) and a later one made another method abstract: FakeStore, a test double that
+    never defined compact, can no longer be instantiated (nor SlowFakeStore, derived from it)."""
+    repo = new_repo(path)
+    base = """
+        import abc
+
+
+        class Store{parent}:
+            def get(self, key: str) -> bytes | None:
+                return None
+        {decorator}
+            def compact(self, level: int = 1) -> None:
+                raise NotImplementedError
+        {later}
+            def stats(self) -> dict:
+                return {{}}
+        """
+    store = """
+        from storage.base import Store
+
+
+        class {cls}(Store):
+            def compact(self, level=1):
+                return None
+        """
+    files = {
+        "storage/__init__.py": "",
+        "storage/base.py": base.format(parent="", decorator="", later=""),
+        "storage/memory.py": store.format(cls="MemoryStore"),
+        "storage/disk.py": store.format(cls="DiskStore"),
+        "tests/test_storage.py": "from storage.base import Store\n\n\nclass FakeStore(Store):\n    pass\n\n\nclass SlowFakeStore(FakeStore):\n    pass\n",
+    }  # fmt: skip
+    commit(repo, "storage with compaction", files)
+    abstract = "    @abc.abstractmethod"
+    commit(repo, "Make Store an ABC", {
+        "storage/base.py": base.format(parent="(abc.ABC)", decorator=abstract, later="")})  # fmt: skip
+    commit(repo, "Store.stats is abstract too", {"storage/base.py": base.format(
+        parent="(abc.ABC)", decorator=abstract, later=abstract)})  # fmt: skip
+    return repo
+
+
 def plugins_repo(path: Path) -> Path:
     """A base from an installed library (``plugkit``, not in the repository): upgrading it
     renamed Plugin.activate to start(app); two plugins migrated, the third missed."""

@@ -139,6 +139,31 @@ def test_a_test_double_gets_a_typed_stub_and_a_production_class_is_reported(
     assert any(s.class_qualname == "DiskStore" for s in result.report.skips)
 
 
+def test_a_method_only_decorated_abstract_is_found_and_the_double_gets_a_stub(
+    tmp_path: Path,
+) -> None:
+    # aiocache d3fb375 "Make BaseCache an ABC": @abstractmethod added over unchanged defs.
+    repo = repos.made_abstract_storage_repo(tmp_path / "repo")
+    line = "TypeError: Can't instantiate abstract class FakeStore without an implementation for abstract method 'compact'"  # fmt: skip
+    result = _fix(repo, tmp_path, line)
+    [learning] = result.learned
+    assert learning.commit is not None and learning.commit.subject == "Make Store an ABC"
+    assert learning.rule is not None, learning.problem
+    assert learning.rule.words() == (
+        f"add method compact, made abstract in Store by {learning.commit.short()}"
+    )
+    [change] = result.changes
+    assert change.path == "tests/test_storage.py"
+    assert (
+        "class FakeStore(Store):\n    pass\n\n"
+        "    def compact(self, level: int = 1) -> None:\n        raise NotImplementedError\n"
+    ) in change.after
+    decisions = _decisions(result)
+    assert decisions["MemoryStore"][0] == decisions["DiskStore"][0] == "skipped"
+    # A double derived from the stubbed double inherits its stub.
+    assert decisions["SlowFakeStore"] == ("skipped", "inherits the stub FakeStore gets")
+
+
 def test_siblings_that_disagree_teach_nothing_and_nothing_is_written(tmp_path: Path) -> None:
     repo = repos.shipping_repo(tmp_path / "repo", priorities={"road": "0", "air": "1", "sea": "0"})
     result = _fix(repo, tmp_path, MISSING_SHIP)
@@ -358,6 +383,28 @@ def test_a_contract_commit_that_also_changed_unrelated_code_teaches_only_the_met
     assert "Courier" not in _decisions(result)
 
 
+def test_a_sibling_that_kept_the_old_name_as_a_wrapper_still_teaches_the_rename(
+    tmp_path: Path,
+) -> None:
+    # tenacity 78a462e: Retrying.call became __call__ and a deprecated call() wrapper stayed;
+    # AsyncRetrying and TornadoRetrying were only renamed.
+    repo = repos.new_repo(tmp_path / "repo")
+    repos.shipping_before(repo)
+    repos.shipping_contract_commit(repo)
+    air = (repo / "shipping/air.py").read_text()
+    wrapper = "\n    def dispatch(self, parcel):\n        warnings.warn('use ship')\n        return self.ship(parcel)\n"  # fmt: skip
+    repos.write(repo, {"shipping/air.py": "import warnings\n" + air + wrapper})
+    git(repo, "commit", "-q", "--amend", "--no-edit", "-a")
+    result = _fix(repo, tmp_path, MISSING_SHIP)
+    [learning] = result.learned
+    assert learning.rule is not None, learning.problem
+    assert learning.rule.words().startswith(
+        "rename dispatch -> ship, add *, priority=0, as in AirCarrier, RoadCarrier, SeaCarrier"
+    )
+    assert any("AirCarrier also kept dispatch as a wrapper" in n for n in learning.notes)
+    assert sorted(c.path for c in result.changes) == ["shipping/rail.py", "tests/test_shipping.py"]
+
+
 def test_a_twin_family_migrated_differently_in_the_same_commit_does_not_teach(
     tmp_path: Path,
 ) -> None:
@@ -386,9 +433,12 @@ def test_a_twin_family_migrated_differently_in_the_same_commit_does_not_teach(
     assert "shipping/rail.py" in {c.path for c in result.changes}
 
 
-def _handlers_repo(path: Path, before: str, after: str, call: str) -> Path:
+def _handlers_repo(
+    path: Path, before: str, after: str, call: str, two_after: str | None = None
+) -> Path:
     """Handler.handle's signature goes from ``before`` to ``after`` (the base calls it with
-    ``call``): two siblings migrated, ``MissedHandler`` missed."""
+    ``call``): two siblings migrated (``TwoHandler`` to ``two_after`` when given),
+    ``MissedHandler`` missed."""
     repo = repos.new_repo(path)
     base = "import abc\n\n\nclass Handler(abc.ABC):\n    def run(self):\n        return self.handle({call})\n\n    @abc.abstractmethod\n    def handle({params}):\n        pass\n"  # fmt: skip
     sub = "from hooks.base import Handler\n\n\nclass {cls}(Handler):\n    def handle({params}):\n        return 1\n"  # fmt: skip
@@ -398,23 +448,36 @@ def _handlers_repo(path: Path, before: str, after: str, call: str) -> Path:
     repos.commit(repo, "handlers", files)
     files = {"hooks/base.py": base.format(call=call, params=after)}
     for cls in ("OneHandler", "TwoHandler"):
-        files[f"hooks/{cls.lower()}.py"] = sub.format(cls=cls, params=after)
+        params = two_after if two_after and cls == "TwoHandler" else after
+        files[f"hooks/{cls.lower()}.py"] = sub.format(cls=cls, params=params)
     repos.commit(repo, "Handler.handle changes", files)
     return repo
 
 
-def test_a_positional_parameter_the_siblings_put_first_is_reported_not_appended(
-    tmp_path: Path,
-) -> None:
+def test_a_positional_parameter_the_siblings_put_first_is_inserted_there(tmp_path: Path) -> None:
     # webargs 5da3754: get_request_from_view_args(self, view, args, kwargs); appending `view`
     # would make the base's arguments land in the wrong parameters.
     repo = _handlers_repo(tmp_path / "repo", "self, args, kwargs", "self, view, args, kwargs", "v, a, k")  # fmt: skip
     line = "TypeError: MissedHandler.handle() takes 3 positional arguments but 4 were given"
     result = _fix(repo, tmp_path, line)
     [learning] = result.learned
+    assert learning.rule is not None, learning.problem
+    assert learning.rule.words().startswith("add view as positional parameter 2, as in")
+    assert _decisions(result)["MissedHandler"][0] == "fixed"
+    [change] = result.changes
+    assert "    def handle(self, view, args, kwargs):\n" in change.after
+
+
+def test_siblings_that_put_a_positional_parameter_in_different_places_disagree(
+    tmp_path: Path,
+) -> None:
+    repo = _handlers_repo(tmp_path / "repo", "self, args, kwargs", "self, view, args, kwargs", "v, a, k", two_after="self, args, view, kwargs")  # fmt: skip
+    line = "TypeError: MissedHandler.handle() takes 3 positional arguments but 4 were given"
+    result = _fix(repo, tmp_path, line)
+    [learning] = result.learned
     assert learning.rule is None and result.changes == []
-    assert "before existing ones" in learning.problem
-    assert _decisions(result)["MissedHandler"][0] == "reported"
+    assert "2 different ways" in learning.problem
+    assert any("as positional parameter 3" in e for e in learning.evidence)
 
 
 def test_siblings_that_already_take_an_added_star_kwargs_are_not_labelled_fixed(

@@ -1,0 +1,172 @@
+"""Editing a ``def``'s parameter list with LibCST as a learned migration says: parameters
+added (appended in their kind's place, or inserted where the siblings put them), dropped or
+re-defaulted, with the commas in the original's style (a black-style trailing comma and line
+break stay where they were)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from fixers.learned.signature_edit import Param
+
+
+def _node(param: Param) -> cst.Param:
+    annotation = (
+        cst.Annotation(cst.parse_expression(param.annotation)) if param.annotation else None
+    )
+    default = cst.parse_expression(param.default) if param.default is not None else None
+    return cst.Param(
+        cst.Name(param.name),
+        annotation=annotation,
+        default=default,
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(" " if annotation else ""),
+            whitespace_after=cst.SimpleWhitespace(" " if annotation else ""),
+        )
+        if default is not None
+        else cst.MaybeSentinel.DEFAULT,
+    )
+
+
+def _elements(params: cst.Parameters) -> list[cst.CSTNode]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param | cst.ParamStar) else []
+    slash = [params.posonly_ind] if isinstance(params.posonly_ind, cst.ParamSlash) else []
+    kwarg = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [
+        *params.posonly_params, *slash, *params.params, *star, *params.kwonly_params, *kwarg
+    ]  # fmt: skip
+
+
+def _recomma(edited: cst.Parameters, original: cst.Parameters) -> cst.Parameters:
+    """Commas in the original's style: every separator like its first, the last one as its last
+    (a black-style trailing comma and line break stay where they were)."""
+    before = _elements(original)
+    if len(before) < 2:
+        return edited
+    inner = before[0].comma  # type: ignore[attr-defined]
+    last = before[-1].comma  # type: ignore[attr-defined]
+    after = _elements(edited)
+    commas = {id(node): inner if i < len(after) - 1 else last for i, node in enumerate(after)}
+
+    def put(node: cst.CSTNode) -> cst.CSTNode:
+        return node.with_changes(comma=commas[id(node)])
+
+    return edited.with_changes(
+        posonly_params=[put(p) for p in edited.posonly_params],
+        posonly_ind=put(edited.posonly_ind)
+        if isinstance(edited.posonly_ind, cst.ParamSlash)
+        else edited.posonly_ind,
+        params=[put(p) for p in edited.params],
+        star_arg=put(edited.star_arg)
+        if isinstance(edited.star_arg, cst.Param | cst.ParamStar)
+        else edited.star_arg,
+        kwonly_params=[put(p) for p in edited.kwonly_params],
+        star_kwarg=put(edited.star_kwarg) if edited.star_kwarg is not None else None,
+    )
+
+
+class NotLearnable(Exception):
+    """The learned edit does not fit this method's parameters; the message says why."""
+
+
+@dataclass
+class _Lists:
+    """A parameter list being edited, by kind (LibCST keeps each kind in its own field)."""
+
+    posonly: list[cst.Param]
+    positional: list[cst.Param]
+    keyword_only: list[cst.Param]
+    star_arg: cst.Param | cst.ParamStar | cst.MaybeSentinel
+    star_kwarg: cst.Param | None
+
+
+def _kept(params: cst.Parameters, removed: Sequence[str], changed: Sequence[Param]) -> _Lists:
+    drop = set(removed)
+    defaults = {p.name: _node(p) for p in changed}
+
+    def keep(items: Sequence[cst.Param]) -> list[cst.Param]:
+        out: list[cst.Param] = []
+        for p in items:
+            if p.name.value in drop:
+                continue
+            new = defaults.get(p.name.value)
+            out.append(p if new is None else p.with_changes(default=new.default, equal=new.equal))
+        return out
+
+    star_arg = params.star_arg
+    if isinstance(star_arg, cst.Param) and star_arg.name.value in drop:
+        star_arg = cst.MaybeSentinel.DEFAULT
+    star_kwarg = params.star_kwarg
+    if star_kwarg is not None and star_kwarg.name.value in drop:
+        star_kwarg = None
+    return _Lists(
+        keep(params.posonly_params),
+        keep(params.params),
+        keep(params.kwonly_params),
+        star_arg,
+        star_kwarg,
+    )
+
+
+def _add(lists: _Lists, param: Param) -> None:
+    """Put ``param`` in its kind's place, or raise ``NotLearnable`` saying why it cannot go."""
+    node = _node(param)
+    if param.kind == "positional":
+        positional, before = lists.positional, len(lists.posonly)
+        at = len(positional) if param.position is None else param.position - before
+        if not 0 <= at <= len(positional):
+            raise NotLearnable(
+                f"the siblings put {param.name} as positional parameter "
+                f"{(param.position or 0) + 1}; this override has "
+                f"{before + len(positional)} positional parameters"
+            )
+        if param.default is None and any(p.default is not None for p in positional[:at]):
+            raise NotLearnable(f"{param.name} has no default but follows parameters that do")
+        positional.insert(at, node)
+    elif param.kind == "keyword-only":
+        if not isinstance(lists.star_arg, cst.Param | cst.ParamStar):
+            lists.star_arg = cst.ParamStar()
+        lists.keyword_only.append(node)
+    elif param.kind == "var-keyword" and lists.star_kwarg is None:
+        lists.star_kwarg = node.with_changes(star="**")
+    elif param.kind == "var-positional" and not isinstance(lists.star_arg, cst.Param):
+        lists.star_arg = node.with_changes(star="*")
+    else:
+        raise NotLearnable(f"cannot add {param.source()} ({param.kind}) here")
+
+
+def edit_parameters(
+    params: cst.Parameters,
+    added: Sequence[Param],
+    removed: Sequence[str],
+    changed: Sequence[Param],
+) -> cst.Parameters:
+    """``params`` with ``removed`` dropped, ``changed`` re-defaulted and ``added`` put in their
+    kind's place: appended, or for a positional parameter with a ``position``, inserted at that
+    index of the positional ones (``self`` is 0). Names already present are left as they are (a
+    second run adds nothing)."""
+    present = {
+        p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    }
+    for extra in (params.star_arg, params.star_kwarg):
+        if isinstance(extra, cst.Param):
+            present.add(extra.name.value)
+    lists = _kept(params, removed, changed)
+    for param in added:
+        if param.name not in present:
+            _add(lists, param)
+    star_arg = lists.star_arg
+    if isinstance(star_arg, cst.ParamStar) and not lists.keyword_only:
+        star_arg = cst.MaybeSentinel.DEFAULT  # a bare * needs a keyword-only parameter after it
+    edited = params.with_changes(
+        posonly_params=lists.posonly,
+        posonly_ind=params.posonly_ind if lists.posonly else cst.MaybeSentinel.DEFAULT,
+        params=lists.positional,
+        kwonly_params=lists.keyword_only,
+        star_arg=star_arg,
+        star_kwarg=lists.star_kwarg,
+    )
+    return _recomma(edited, params)
