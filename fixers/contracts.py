@@ -21,18 +21,23 @@ CONFIG_FILE = ".repairbot.toml"
 # Every file at a repository's top that the sweep reads its rules from.
 CONFIG_FILES = frozenset({CONFIG_FILE, "pyproject.toml"})
 DEFAULT_TEST_DIRS: tuple[str, ...] = ("tests", "test", "testing")
+LOG_SOURCE = "CI log"  # a contract read off a failure's message: no restore hook in it
 
 
 @dataclass(frozen=True)
 class Contract:
-    """One base-class contract. ``source`` says where it came from (builtin, file, inferred)."""
+    """One base-class contract. ``source`` says where it came from (builtin, file, inferred).
+
+    Nothing defaults to the built-in contract's names: a contract declared for another base
+    says its own forbidden method and hook, and has a restore hook only when it names one.
+    """
 
     name: str
     base: str
-    forbidden: str = "forward"
-    hook: str = "_forward_impl"
-    restore_hook: str | None = "_ensure_spec_dec_state_restored"
-    metadata_params: tuple[str, ...] = ("attn_metadata", "spec_metadata")
+    forbidden: str = ""
+    hook: str = ""
+    restore_hook: str | None = None
+    metadata_params: tuple[str, ...] = ()
     base_module: str | None = None
     source: str = "builtin"
 
@@ -41,7 +46,14 @@ class Contract:
         return f"{self.base}: {self.forbidden} -> {self.hook} ({self.source})"
 
 
-SPEC_WORKER_CONTRACT = Contract(name="spec-worker", base="SpecWorkerBase")
+SPEC_WORKER_CONTRACT = Contract(
+    name="spec-worker",
+    base="SpecWorkerBase",
+    forbidden="forward",
+    hook="_forward_impl",
+    restore_hook="_ensure_spec_dec_state_restored",
+    metadata_params=("attn_metadata", "spec_metadata"),
+)
 BUILTIN_CONTRACTS: tuple[Contract, ...] = (SPEC_WORKER_CONTRACT,)
 
 
@@ -84,25 +96,36 @@ def _ident(table: dict[str, Any], key: str, default: str | None, where: str) -> 
 
 
 def contract_from_table(table: dict[str, Any], where: str) -> Contract:
-    """Build a contract from one ``[[contract]]`` table; raises ``ValueError`` with the reason."""
+    """Build a contract from one ``[[contract]]`` table; raises ``ValueError`` with the reason.
+
+    ``forbidden`` and ``hook`` are required, except for the built-in base (``SpecWorkerBase``),
+    whose missing keys keep the built-in contract's values."""
     unknown = sorted(set(table) - _CONTRACT_KEYS)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; allowed: {sorted(_CONTRACT_KEYS)}")
     base = _ident(table, "base", None, where)
     if base is None:
         raise ValueError(f"{where}: 'base' (the base class name) is required")
+    builtin = SPEC_WORKER_CONTRACT if base == SPEC_WORKER_CONTRACT.base else None
+    missing = [key for key in ("forbidden", "hook") if key not in table]
+    if missing and builtin is None:
+        raise ValueError(
+            f"{where}: {' and '.join(repr(k) for k in missing)} required for {base} (only "
+            f'{SPEC_WORKER_CONTRACT.base} has built-in names), e.g. forbidden = "run", '
+            'hook = "_run_impl"'
+        )
     base_module = table.get("base_module")
     if base_module is not None and (
         not isinstance(base_module, str) or not _DOTTED.match(base_module)
     ):
         raise ValueError(f"{where}: 'base_module' must be a dotted module name")
-    params = table.get("metadata_params", list(SPEC_WORKER_CONTRACT.metadata_params))
+    params = table.get("metadata_params", list(builtin.metadata_params if builtin else ()))
     if not isinstance(params, list) or not all(
         isinstance(p, str) and _IDENT.match(p) for p in params
     ):
         raise ValueError(f"{where}: 'metadata_params' must be a list of identifiers")
-    forbidden = _ident(table, "forbidden", "forward", where) or "forward"
-    hook = _ident(table, "hook", "_forward_impl", where) or "_forward_impl"
+    forbidden = _ident(table, "forbidden", builtin.forbidden if builtin else None, where) or ""
+    hook = _ident(table, "hook", builtin.hook if builtin else None, where) or ""
     if forbidden == hook:
         raise ValueError(f"{where}: 'forbidden' and 'hook' must differ")
     name = table.get("name", base)
@@ -114,7 +137,9 @@ def contract_from_table(table: dict[str, Any], where: str) -> Contract:
         base_module=base_module,
         forbidden=forbidden,
         hook=hook,
-        restore_hook=_ident(table, "restore_hook", SPEC_WORKER_CONTRACT.restore_hook, where),
+        restore_hook=_ident(
+            table, "restore_hook", builtin.restore_hook if builtin else None, where
+        ),
         metadata_params=tuple(params),
         source=CONFIG_FILE,
     )
@@ -254,13 +279,21 @@ def load_config(root: Path) -> RepoConfig:
 
 
 def contract_from_option(option: str) -> Contract:
-    """Parse ``--contract``: ``Base`` or ``Base:forbidden:hook[:restore_hook]`` (or ``builtin``)."""
-    if option in ("builtin", SPEC_WORKER_CONTRACT.name):
+    """Parse ``--contract``: ``Base:forbidden:hook[:restore_hook]``, or ``builtin``
+    (``SpecWorkerBase`` alone means the built-in contract too)."""
+    if option in ("builtin", SPEC_WORKER_CONTRACT.name, SPEC_WORKER_CONTRACT.base):
         return SPEC_WORKER_CONTRACT
     parts = option.split(":")
     if not 1 <= len(parts) <= 4 or not all(_IDENT.match(p) for p in parts):
         raise ValueError(
-            f"--contract {option!r}: expected Base or Base:forbidden:hook[:restore_hook]"
+            f"--contract {option!r}: expected Base:forbidden:hook[:restore_hook] "
+            "(e.g. Shape:area:_area_impl) or builtin"
+        )
+    if len(parts) < 3:
+        missing = " and ".join(("forbidden", "hook")[len(parts) - 1 :])
+        raise ValueError(
+            f"--contract {option!r}: {missing} missing; expected "
+            f"{parts[0]}:forbidden:hook[:restore_hook] (e.g. Shape:area:_area_impl)"
         )
     table: dict[str, Any] = {"base": parts[0]}
     for key, value in zip(("forbidden", "hook", "restore_hook"), parts[1:], strict=False):
@@ -298,7 +331,7 @@ def contracts_from_findings(
                         base=base,
                         forbidden=method,
                         hook=hook,
-                        source="CI log",
+                        source=LOG_SOURCE,
                     )
                 )
         elif finding.signature == "abstract-method-missing":

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixers.codemods._common import DEFAULT_LINE_LENGTH
-from fixers.contracts import BUILTIN_CONTRACTS, Contract, RepoConfig, load_config, read_repo_toml
+from fixers.contracts import (
+    BUILTIN_CONTRACTS,
+    LOG_SOURCE,
+    Contract,
+    RepoConfig,
+    load_config,
+    read_repo_toml,
+)
 from fixers.failures import Finding
 from fixers.fix_apply import apply_plan
 from fixers.fix_plan import plan_fixes
@@ -48,6 +55,16 @@ class SweepState:
     index: RepoIndex
     hierarchies: list[Hierarchy]
     config: RepoConfig
+
+
+def _as_declared(contracts: list[Contract], declared: list[Contract]) -> list[Contract]:
+    """A contract read off a CI log names no restore hook: the repository's own declaration of
+    the same rule (configured or inferred from the base's source) says it, with its names."""
+    same = {(c.base, c.forbidden, c.hook): c for c in reversed(declared)}
+    return [
+        same.get((c.base, c.forbidden, c.hook), c) if c.source == LOG_SOURCE else c
+        for c in contracts
+    ]
 
 
 def _dedupe(contracts: list[Contract]) -> list[Contract]:
@@ -85,6 +102,9 @@ def run_sweep(
         contracts = [*BUILTIN_CONTRACTS, *config.contracts]
         if infer:
             contracts.extend(index.inferred_contracts())
+    elif any(c.source == LOG_SOURCE for c in contracts):
+        declared = [*config.contracts, *(index.inferred_contracts() if infer else [])]
+        contracts = _as_declared(contracts, declared)
     contracts = _dedupe(contracts)
     hierarchies = index.load_hierarchies(contracts, progress)
     violations: list[Violation] = []

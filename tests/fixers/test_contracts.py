@@ -18,6 +18,7 @@ from fixers.contracts import (
     parse_python_floor,
 )
 from fixers.failures import Finding
+from fixers.sweep import sweep
 
 
 def _write(root: Path, text: str) -> Path:
@@ -74,6 +75,8 @@ def test_config_contracts_and_settings(tmp_path: Path) -> None:
         ("[[contract]]\nbase = 'not an identifier'", "identifier"),
         ("[[contract]]\nbase = 'B'\ncolour = 'red'", "unknown keys"),
         ("[[contract]]\nbase = 'B'\nforbidden = 'x'\nhook = 'x'", "must differ"),
+        ("[[contract]]\nbase = 'Shape'", "'forbidden' and 'hook' required for Shape"),
+        ("[[contract]]\nbase = 'Shape'\nforbidden = 'area'", "'hook' required for Shape"),
         ("contract = 3", "array of tables"),
         ("test_dirs = 'tests'", "list of strings"),
         ("python = 'three'", "'python'"),
@@ -108,6 +111,28 @@ def test_contract_option() -> None:
     )
     with pytest.raises(ValueError, match="expected Base"):
         contract_from_option("a b")
+    assert contract_from_option("SpecWorkerBase") is SPEC_WORKER_CONTRACT
+
+
+@pytest.mark.parametrize(
+    ("option", "missing"), [("Shape", "forbidden and hook missing"), ("Shape:area", "hook missing")]
+)
+def test_a_partial_contract_option_names_what_is_missing(option: str, missing: str) -> None:
+    with pytest.raises(ValueError, match=missing):
+        contract_from_option(option)
+
+
+def test_a_contract_for_another_base_inherits_none_of_the_builtin_names(tmp_path: Path) -> None:
+    c = contract_from_option("Shape:area:_area_impl")
+    assert (c.restore_hook, c.metadata_params) == (None, ())
+    _write(tmp_path, "[[contract]]\nbase = 'Shape'\nforbidden = 'area'\nhook = '_area_impl'\n")
+    [declared] = load_config(tmp_path).contracts
+    assert (declared.restore_hook, declared.metadata_params) == (None, ())
+    _write(tmp_path, "[[contract]]\nbase = 'SpecWorkerBase'\nbase_module = 'pkg.spec'\n")
+    [builtin] = load_config(tmp_path).contracts
+    assert (builtin.forbidden, builtin.hook, builtin.restore_hook) == (
+        "forward", "_forward_impl", "_ensure_spec_dec_state_restored"
+    )  # fmt: skip
 
 
 def test_contracts_from_findings() -> None:
@@ -163,6 +188,23 @@ def test_infer_contract_from_init_subclass_guard() -> None:
     assert contract.restore_hook == "_cleanup"
     assert contract.metadata_params == ("ctx", "state")
     assert contract.source == "inferred from pkg/runner.py:4"
+
+
+def test_a_contract_named_by_a_log_takes_the_restore_hook_its_base_declares(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "runner.py").write_text(GUARDED)
+    finding = Finding(
+        "contract-forward-override", "rename", "TypeError", "m",
+        captures={"cls": "W", "base": "RunnerBase", "method": "run", "hook": "_run_impl"},
+    )  # fmt: skip
+    [from_log] = contracts_from_findings([finding])
+    assert (from_log.restore_hook, from_log.metadata_params) == (None, ())
+    [used] = sweep(tmp_path, [from_log]).contracts
+    assert (used.restore_hook, used.metadata_params) == ("_cleanup", ("ctx", "state"))
+    assert used.source == "inferred from pkg/runner.py:4"
 
 
 @pytest.mark.parametrize(
