@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,8 +158,9 @@ def default_base(top: Path) -> tuple[str, str]:
 
 
 @contextmanager
-def materialised(tree: WorkTree, commit: str) -> Iterator[Path]:
-    """The ``*.py`` files of ``commit`` in a temporary directory, removed afterwards.
+def materialised(tree: WorkTree, commit: str, also: Sequence[str] = ()) -> Iterator[Path]:
+    """The ``*.py`` files of ``commit`` in a temporary directory, removed afterwards; ``also``:
+    files at the top of ``tree``'s directory checked out too (the rules a sweep reads there).
 
     Yields the directory that corresponds to ``tree`` (its prefix below a temporary top named
     like ``tree.top``, so module names come out the same; it exists, empty, when the commit has
@@ -177,7 +178,8 @@ def materialised(tree: WorkTree, commit: str) -> Iterator[Path]:
         alternates.parent.mkdir(parents=True, exist_ok=True)
         alternates.write_text(f"{objects}\n", encoding="utf-8")
         _git(top, "read-tree", "--end-of-options", commit, env=env)
-        listing = _git(top, "ls-files", "-z", "--", "*.py", env=env)
+        extra = [f":(literal){tree.prefix}{name}" for name in also]
+        listing = _git(top, "ls-files", "-z", "--", "*.py", *extra, env=env)
         if listing:
             _git(top, "checkout-index", "--force", "-z", "--stdin", env=env, stdin=listing)
         root = top / tree.prefix if tree.prefix else top

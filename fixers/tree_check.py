@@ -1,11 +1,13 @@
 """A working tree against its base: the violations it adds, and fixes for just those.
 
-Both trees are swept with the working tree's rules: its contracts (built in, configured and
-inferred) and its ``.repairbot.toml``. A contract that only the working tree declares therefore
-applies to the base too, and the violations it finds there count as existing, not introduced.
-The two sweeps share every cache keyed by content, so a file the change left alone is parsed
-once; the cache keyed by path and mtime stays per tree, since a base file and a working-tree file
-may share a path, a size and an mtime and still differ.
+Each tree is swept with its own rules: the contracts it defines (built in, configured and
+inferred from its own source) and its own ``.repairbot.toml``. A contract the working tree
+changes (a hook renamed in the base, a method made abstract, a contract newly declared) therefore
+turns every subclass it breaks into an introduced violation, where sweeping the base with the
+working tree's contract would count them as already broken. The two sweeps share every cache
+keyed by content, so a file the change left alone is parsed once; the cache keyed by path and
+mtime stays per tree, since a base file and a working-tree file may share a path, a size and an
+mtime and still differ.
 """
 
 from __future__ import annotations
@@ -15,14 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fixers.base_tree import without_hook_env
-from fixers.contracts import CONFIG_FILE
 from fixers.import_check import DEFAULT_PRELOAD, check_imports, imported_of
 from fixers.index import IndexCache
 from fixers.introduced import introduced
 from fixers.learned.history import History
 from fixers.learned.static_breaks import static_breaks
 from fixers.outcome import FixResult, Skip, SweepResult
-from fixers.repo_paths import FileRefused, read_repo_file
 from fixers.sandbox import STRICT, SandboxOptions
 from fixers.sweep import (
     SweepState,
@@ -33,9 +33,6 @@ from fixers.sweep import (
     write_changes,
 )
 from fixers.violation_types import Violation
-
-# The files whose settings a sweep reads at the top of the tree (python floor, excludes).
-RULE_FILES = (CONFIG_FILE, "pyproject.toml")
 
 
 @dataclass
@@ -74,18 +71,6 @@ def content_cache(cache: IndexCache) -> IndexCache:
     )
 
 
-def copy_rules(root: Path, base_root: Path) -> None:
-    """Give ``base_root`` the working tree's rule files (and none of its own)."""
-    for name in RULE_FILES:
-        target = base_root / name
-        target.unlink(missing_ok=True)
-        try:
-            data = read_repo_file(root, name)
-        except (OSError, FileRefused):
-            continue  # absent (or unusable, which the working tree's sweep reports)
-        target.write_bytes(data)
-
-
 def check_tree(
     root: Path,
     base_root: Path,
@@ -94,24 +79,23 @@ def check_tree(
     changed: Sequence[str] = (),
     history: History | None = None,
 ) -> TreeCheck:
-    """Sweep ``root`` and ``base_root`` (a materialised base, see ``fixers.base_tree``) with
-    ``root``'s rules; the violations ``root`` adds.
+    """Sweep ``root`` and ``base_root`` (a materialised base, see ``fixers.base_tree``), each
+    with its own rules; the violations ``root`` adds.
 
     ``changed``: the files ``root`` changed; a concrete class of theirs that lacks an abstract
     method of its base is a contract break whose migration is learned from ``history`` (where
     the failing tree's past is; default ``root``'s own) and counts as introduced when a rule is
     learned (``fixers.learned``).
 
-    ``base_root``'s rule files are replaced by ``root``'s. The base sweep runs without a git
-    hook's environment (``without_hook_env``), so it is for single-threaded callers.
+    The base sweep runs without a git hook's environment (``without_hook_env``), so it is for
+    single-threaded callers.
     """
     cache = cache if cache is not None else IndexCache()
     head = run_sweep(root, cache=cache)
     breaks = static_breaks(head.index, changed)
     learn_from(root, head, breaks=breaks, history=history, only=set(changed))
-    copy_rules(root, base_root)
     with without_hook_env():
-        base = run_sweep(base_root, head.report.contracts, cache=content_cache(cache)).report
+        base = run_sweep(base_root, cache=content_cache(cache)).report
     return TreeCheck(head, base, introduced(base.violations, head.report.violations))
 
 

@@ -27,6 +27,7 @@ from fixers.base_tree import (
     resolve_commit,
     work_tree,
 )
+from fixers.contracts import CONFIG_FILES
 from fixers.index import IndexCache
 from fixers.tree_check import FixOutcome, TreeCheck, check_tree, fix_introduced
 
@@ -143,7 +144,7 @@ def check_command(
     cache = IndexCache()
     try:
         changed = changed_python_files(tree, commit)
-        with materialised(tree, commit) as base_root:
+        with materialised(tree, commit, also=sorted(CONFIG_FILES)) as base_root:
             check = check_tree(root, base_root, cache, changed=changed)
     except GitTreeError as exc:
         raise _usage_error(f"cannot read the base tree: {exc}") from exc

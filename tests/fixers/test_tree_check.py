@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixers.base_tree import materialised, work_tree
+from fixers.contracts import CONFIG_FILES
 from fixers.index import IndexCache
 from fixers.tree_check import TreeCheck, check_tree, fix_introduced
 from tests.fixers.git_repos import BAD, GOOD, commit_all, git, worker_repo, write
@@ -12,7 +13,7 @@ from tests.fixers.git_repos import BAD, GOOD, commit_all, git, worker_repo, writ
 
 def _check(repo: Path, cache: IndexCache | None = None) -> TreeCheck:
     head = git(repo, "rev-parse", "HEAD").strip()
-    with materialised(work_tree(repo), head) as base_root:
+    with materialised(work_tree(repo), head, also=sorted(CONFIG_FILES)) as base_root:
         return check_tree(repo, base_root, cache)
 
 
@@ -38,7 +39,9 @@ def test_an_old_violation_that_moved_is_not_introduced(tmp_path: Path) -> None:
     assert check.introduced == [] and check.existing == 1
 
 
-def test_a_contract_new_in_the_working_tree_applies_to_the_base_too(tmp_path: Path) -> None:
+def test_a_contract_new_in_the_working_tree_is_the_working_trees(tmp_path: Path) -> None:
+    # Each side is swept with the contracts it declares: the one the change adds breaks the
+    # runner that was fine before it, so that runner's violation is the change's.
     repo = worker_repo(tmp_path / "repo")
     write(
         repo,
@@ -54,8 +57,56 @@ def test_a_contract_new_in_the_working_tree_applies_to_the_base_too(tmp_path: Pa
     )
     check = _check(repo)
     assert {c.base for c in check.head.report.contracts} == {"SpecWorkerBase", "RunnerBase"}
-    assert check.introduced == []
-    assert check.existing == 2  # OldWorker, and OldRunner under the brand-new contract
+    assert {c.base for c in check.base.contracts} == {"SpecWorkerBase"}
+    assert _names(check) == ["OldRunner"]
+    assert check.existing == 1  # OldWorker
+
+
+def test_the_base_is_swept_with_its_own_configuration(tmp_path: Path) -> None:
+    repo = worker_repo(tmp_path / "repo")
+    write(repo, ".repairbot.toml", 'exclude = ["pkg/old.py"]\n')
+    commit_all(repo, "the old worker is excluded")
+    write(repo, ".repairbot.toml", "")
+    check = _check(repo)
+    assert check.base.violations == []
+    assert _names(check) == ["OldWorker"]  # the change stopped excluding it
+
+
+GUARDED_SHAPE = """import abc
+
+
+class Shape(abc.ABC):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "area" in cls.__dict__:
+            raise TypeError(f"{cls.__name__} must not override Shape.area; implement {HOOK} instead")
+
+    def area(self):
+        return self.{HOOK}()
+
+    @abc.abstractmethod
+    def {HOOK}(self) -> float: ...
+"""
+
+
+def test_a_hook_renamed_in_the_base_breaks_every_subclass_as_introduced(tmp_path: Path) -> None:
+    repo = tmp_path / "shapes"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, "shapes/__init__.py", "")
+    write(repo, "shapes/base.py", GUARDED_SHAPE.replace("{HOOK}", "_area_impl"))
+    for name in ("Circle", "Square"):
+        write(
+            repo,
+            f"shapes/{name.lower()}.py",
+            f"from shapes.base import Shape\n\n\nclass {name}(Shape):\n"
+            "    def _area_impl(self) -> float:\n        return 1.0\n",
+        )
+    commit_all(repo, "shapes")
+    write(repo, "shapes/base.py", GUARDED_SHAPE.replace("{HOOK}", "_compute_area"))
+    check = _check(repo)
+    assert sorted(_names(check)) == ["Circle", "Square"]
+    assert check.existing == 0 and check.base.violations == []
 
 
 def test_a_package_at_the_top_keeps_its_module_names(tmp_path: Path) -> None:
