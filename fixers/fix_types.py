@@ -13,6 +13,7 @@ import ast
 import re
 
 from fixers.index import Hierarchy, RepoIndex
+from fixers.learned.signature_edit import Function
 from fixers.state_trace import find_class
 
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -33,17 +34,32 @@ def _strip_optional(node: ast.expr | None) -> ast.expr | None:
     return node
 
 
-def class_method(index: RepoIndex, rel: str, qualname: str, name: str) -> ast.FunctionDef | None:
-    """The ``def name`` directly in class ``qualname`` of ``rel``, if any."""
+def class_method(index: RepoIndex, rel: str, qualname: str, name: str) -> Function | None:
+    """The ``def``/``async def name`` directly in class ``qualname`` of ``rel``, if any."""
     tree = index.tree(rel)
     cls = find_class(tree, qualname) if tree is not None else None
     if cls is None:
         return None
-    found = [s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == name]
+    found = [
+        s
+        for s in cls.body
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
+    ]
     return found[0] if found else None
 
 
-def _param_annotation(func: ast.FunctionDef | None, param: str) -> ast.expr | None:
+def base_method(index: RepoIndex, hierarchy: Hierarchy, name: str) -> tuple[str, Function] | None:
+    """Where the contract's base declares method ``name``: its file and ``def``."""
+    for base in sorted(hierarchy.bases):
+        rel, cls = index.classes.get(base, (None, None))
+        if rel is not None and cls is not None:
+            found = class_method(index, rel, cls.qualname, name)
+            if found is not None:
+                return rel, found
+    return None
+
+
+def _param_annotation(func: Function | None, param: str) -> ast.expr | None:
     if func is None:
         return None
     args = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]

@@ -34,6 +34,7 @@ class Violation:
     flag: str = ""
     rule: MigrationRule | None = None  # a learned-migration's rule (fixers.learned)
     stub: str = ""  # a learned-migration's method stub for a test double, as source
+    stub_imports: tuple[str, ...] = ()  # what the stub's annotations import (``module:Name``)
 
     def location(self) -> str:
         """``path:line``."""

@@ -19,7 +19,8 @@ from fixers.codemods._common import (
     split_names,
     with_body,
 )
-from fixers.codemods.snapshot_text import init_text, type_checking_block, type_checking_imports
+from fixers.codemods._type_imports import parse_imports, with_type_checking_imports
+from fixers.codemods.snapshot_text import init_text
 
 _SUPER_INIT = m.SimpleStatementLine(
     body=[
@@ -29,8 +30,6 @@ _SUPER_INIT = m.SimpleStatementLine(
     ]
 )
 _DOCSTRING = m.SimpleStatementLine(body=[m.Expr(m.SimpleString() | m.ConcatenatedString())])
-_IMPORT = m.SimpleStatementLine(body=[m.Import() | m.ImportFrom()])
-_TYPE_CHECKING_IF = m.If(test=m.Name("TYPE_CHECKING") | m.Attribute(attr=m.Name("TYPE_CHECKING")))
 
 
 class HookOverrideCommand(ClassTargetCommand):
@@ -52,7 +51,7 @@ class HookOverrideCommand(ClassTargetCommand):
         self.method, self.restore_hook = method, restore_hook
         self.params = split_names(params)
         self.annotations = dict(a.partition("=")[::2] for a in split_names(annotations))
-        self.type_imports = [tuple(i.split(":", 1)) for i in split_names(type_imports)]
+        self.type_imports = parse_imports(split_names(type_imports))
         self.quote, self.line_length = quote_annotations, line_length
 
     def statement(self, text: str) -> cst.BaseStatement:
@@ -122,23 +121,8 @@ class HookOverrideCommand(ClassTargetCommand):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         """Add ``if TYPE_CHECKING:`` imports for annotation types the module lacks."""
-        if not self.changed or not self.type_imports:
+        if not self.changed:
             return updated_node
-        imports = [(a, b) for a, b in self.type_imports]
-        body = list(updated_node.body)
-        indent = self.module.default_indent
-        existing = next((i for i, s in enumerate(body) if m.matches(s, _TYPE_CHECKING_IF)), None)
-        if existing is not None:
-            block = body[existing]
-            assert isinstance(block, cst.If) and isinstance(block.body, cst.IndentedBlock)
-            added = cst.parse_module(
-                type_checking_imports(imports, ""), config=updated_node.config_for_parsing
-            ).body
-            new_block = block.body.with_changes(body=[*block.body.body, *added])
-            body[existing] = block.with_changes(body=new_block)
-            return updated_node.with_changes(body=body)
-        at = max((i + 1 for i, s in enumerate(body) if m.matches(s, _IMPORT)), default=0)
-        has_flag = "TYPE_CHECKING" in updated_node.code
-        text = type_checking_block(imports, not has_flag, indent)
-        new = list(cst.parse_module(text, config=updated_node.config_for_parsing).body)
-        return updated_node.with_changes(body=[*body[:at], *new, *body[at:]])
+        return with_type_checking_imports(
+            updated_node, self.type_imports, self.module.default_indent
+        )

@@ -1,10 +1,15 @@
 """Give a test double the implementation hook it lacks, so it can be instantiated again.
 
-Adds, after the class's last method (or in place of a lone ``pass``/``...``)::
+Adds, after the class's last method (or in place of a lone ``pass``/``...``), the hook with the
+base's own signature (``fixers.stub_types``: annotations the module can see, imports under
+``if TYPE_CHECKING:`` for those it cannot), so the stub is a compatible override for mypy::
 
-    def _forward_impl(self, *args: object, **kwargs: object) -> None:
+    def _forward_impl(self, input_ids: torch.Tensor) -> SampleState:
         \"\"\"Stub for SpecWorkerBase._forward_impl: this test double never runs it.\"\"\"
         raise NotImplementedError
+
+Without the base's definition (the command line's default) the parameters are
+``*args: object, **kwargs: object`` and the return type ``None``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from fixers.codemods._common import (
     parse_method,
     with_body,
 )
+from fixers.codemods._type_imports import parse_imports, with_type_checking_imports
 from fixers.codemods.examples import Example
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
+from fixers.fix_types import base_method
 from fixers.index import Hierarchy
+from fixers.stub_types import stub_signature
 from fixers.violation_types import Violation
 
 DESCRIPTION = "Add a typed, documented implementation-hook stub to test doubles that lack one."
+GENERIC_PARAMS = "self, *args: object, **kwargs: object"
 
 
 class AddHookStubCommand(ClassTargetCommand):
@@ -44,9 +53,15 @@ class AddHookStubCommand(ClassTargetCommand):
         classes: str | Sequence[str] | None = None,
         hook: str = "_forward_impl",
         base: str = "SpecWorkerBase",
+        params: str = GENERIC_PARAMS,
+        returns: str = " -> None",
+        is_async: bool = False,
+        type_imports: Sequence[str] = (),
     ) -> None:
         super().__init__(context, classes)
         self.hook, self.base = hook, base
+        self.params, self.returns, self.is_async = params, returns, is_async
+        self.type_imports = parse_imports(type_imports)
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -58,8 +73,9 @@ class AddHookStubCommand(ClassTargetCommand):
     def _stub(self, blank_lines: int) -> cst.FunctionDef:
         indent = self.module.default_indent
         quote = docstring_quote(self.module)
+        prefix = "async def" if self.is_async else "def"
         text = (
-            f"def {self.hook}(self, *args: object, **kwargs: object) -> None:\n"
+            f"{prefix} {self.hook}({self.params}){self.returns}:\n"
             f"{indent}{quote}Stub for {self.base}.{self.hook}: this test double never runs it."
             f"{quote}\n"
             f"{indent}raise NotImplementedError\n"
@@ -80,9 +96,17 @@ class AddHookStubCommand(ClassTargetCommand):
         position = last + 1 if last >= 0 else len(body)
         return with_body(node, [*body[:position], stub, *body[position:]])
 
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        """Import what the stub's annotations name under ``if TYPE_CHECKING:``."""
+        if not self.changed:
+            return updated_node
+        return with_type_checking_imports(
+            updated_node, self.type_imports, self.module.default_indent
+        )
+
 
 def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step:
-    """The stub step for a test double's ``missing-hook``."""
+    """The stub step for a test double's ``missing-hook``: the hook as the base declares it."""
     contract = hierarchy.contract
     qualname = hierarchy.members[v.class_qualname].facts.qualname
     options: dict[str, object] = {
@@ -90,6 +114,16 @@ def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step:
         "hook": contract.hook,
         "base": contract.base,
     }
+    declared = base_method(context.index, hierarchy, contract.hook)
+    if declared is not None:
+        base_rel, function = declared
+        signature = stub_signature(context.index, base_rel, function, v.path, typed=True)
+        options |= {
+            "params": signature.params,
+            "returns": signature.returns,
+            "is_async": signature.is_async,
+            "type_imports": list(signature.imports),
+        }
     return CODEMOD.step(options, (qualname,))
 
 

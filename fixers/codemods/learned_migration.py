@@ -20,6 +20,7 @@ import libcst.matchers as m
 from libcst.codemod import CodemodContext
 
 from fixers.codemods._common import ClassTargetCommand
+from fixers.codemods._type_imports import parse_imports, with_type_checking_imports
 from fixers.codemods.examples import Example
 from fixers.codemods.parameter_edits import NotLearnable, edit_parameters
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
@@ -66,6 +67,7 @@ class LearnedMigrationCommand(ClassTargetCommand):
         removed: Sequence[str] = (),
         changed: Sequence[ParamSpec] = (),
         stub: str = "",
+        stub_imports: Sequence[str] = (),
     ) -> None:
         super().__init__(context, classes)
         self.new, self.old = new, old or new
@@ -73,6 +75,7 @@ class LearnedMigrationCommand(ClassTargetCommand):
         self.removed = list(removed)
         self.redefaulted = [_param(p) for p in changed]
         self.stub = stub
+        self.stub_imports = parse_imports(stub_imports)
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -109,6 +112,14 @@ class LearnedMigrationCommand(ClassTargetCommand):
             statements.append(stmt)
         return node.with_changes(body=body.with_changes(body=statements))
 
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        """Import what a stub's annotations name under ``if TYPE_CHECKING:``."""
+        if not self.changed or not self.stub:
+            return updated_node
+        return with_type_checking_imports(
+            updated_node, self.stub_imports, self.module.default_indent
+        )
+
     def _migrate(self, qualname: str, function: cst.FunctionDef) -> cst.FunctionDef:
         try:
             params = edit_parameters(function.params, self.added, self.removed, self.redefaulted)
@@ -142,6 +153,7 @@ def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step 
         "removed": list(rule.removed),
         "changed": [spec(p) for p in rule.changed],
         "stub": v.stub,
+        "stub_imports": list(v.stub_imports),
     }
     return CODEMOD.step(options, (member.facts.qualname,))
 

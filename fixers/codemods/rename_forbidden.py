@@ -91,7 +91,7 @@ class RenameForbiddenCommand(ClassTargetCommand):
         return node.with_changes(body=body.with_changes(body=statements))
 
 
-def _calls_super(func: ast.FunctionDef, name: str) -> bool:
+def _calls_super(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     return any(
         isinstance(n, ast.Attribute)
         and n.attr == name

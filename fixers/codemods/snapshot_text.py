@@ -136,13 +136,17 @@ def init_text(attr: str, indent: str, line: str | None = None) -> str:
     )
 
 
+def _import_line(module: str, name: str) -> str:
+    return f"from {module} import {name}" if name else f"import {module}"
+
+
 def type_checking_imports(imports: list[tuple[str, str]], indent: str) -> str:
-    """The import lines for an existing ``if TYPE_CHECKING:`` block."""
-    return "".join(f"{indent}from {module} import {name}\n" for module, name in imports)
+    """The import lines for an existing ``if TYPE_CHECKING:`` block (an empty name: ``import
+    module``)."""
+    return "".join(f"{indent}{_import_line(module, name)}\n" for module, name in imports)
 
 
 def type_checking_block(imports: list[tuple[str, str]], add_flag_import: bool, indent: str) -> str:
     """``if TYPE_CHECKING:`` imports for annotation-only names (and the flag's own import)."""
     head = "from typing import TYPE_CHECKING\n\n" if add_flag_import else "\n"
-    lines = "".join(f"{indent}from {module} import {name}\n" for module, name in imports)
-    return f"{head}if TYPE_CHECKING:\n{lines}"
+    return f"{head}if TYPE_CHECKING:\n{type_checking_imports(imports, indent)}"

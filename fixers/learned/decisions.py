@@ -8,10 +8,11 @@ from dataclasses import replace
 
 from fixers.index import Hierarchy, Member, RepoIndex
 from fixers.learned.learning import Decision, Learning, Outcome
-from fixers.learned.lookup import arg_names, class_function, in_test_dir, stub_source
+from fixers.learned.lookup import arg_names, class_function, in_test_dir
 from fixers.learned.policy import Policy
 from fixers.learned.rule import MigrationRule
 from fixers.learned.signature_edit import Function
+from fixers.stub_types import StubSignature, stub_signature
 from fixers.violation_types import Violation
 
 
@@ -82,7 +83,7 @@ class SubclassDecider:
         )
         if isinstance(why, tuple):
             return Decision(facts.qualname, member.rel, *why), None
-        stub = why
+        stub = why.source(brk.method) if isinstance(why, StubSignature) else ""
         violation = Violation(
             kind="learned-migration",
             contract=hierarchy.contract.name,
@@ -96,6 +97,7 @@ class SubclassDecider:
             method=brk.method,
             rule=rule,
             stub=stub,
+            stub_imports=why.imports if isinstance(why, StubSignature) else (),
         )
         return Decision(facts.qualname, member.rel, "fixed", violation.detail), violation
 
@@ -151,7 +153,7 @@ class SubclassDecider:
         hierarchy: Hierarchy,
         member: Member,
         base_member: Member | None,
-    ) -> tuple[Outcome, str] | str:
+    ) -> tuple[Outcome, str] | StubSignature:
         """Why a class missing a new abstract method is left alone, or the stub it gets."""
         method = learning.brk.method
         if self._inherits(hierarchy, member, method):
@@ -170,7 +172,8 @@ class SubclassDecider:
             function = learning.installed.function
         elif base_member is not None:
             function = class_function(self.index, base_member, method)
-        source = stub_source(function, method)
-        if source is None:
+        if function is None:
             return "reported", f"the signature of {learning.base}.{method} is not in the repository"
-        return source
+        # A library's base: its annotations are kept only where the double's module can see them.
+        base_rel = base_member.rel if learning.installed is None and base_member else None
+        return stub_signature(self.index, base_rel, function, member.rel)

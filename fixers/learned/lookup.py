@@ -1,5 +1,5 @@
 """Questions the engine asks of the tree at the failing commit: a class's parents and base, a
-method's ``ast`` and parameters, whether a file is test code, a stub from a base's signature."""
+method's ``ast`` and parameters, whether a file is test code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterable
 
 from fixers.index import Member, RepoIndex
-from fixers.learned.signature_edit import Function, params_of, params_source
+from fixers.learned.signature_edit import Function
 
 
 def parents_of(index: RepoIndex, qualname: str) -> list[str]:
@@ -99,15 +99,3 @@ def arg_names(function: Function) -> tuple[set[str], bool]:
     a = function.args
     names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
     return names, a.kwarg is not None
-
-
-def stub_source(function: Function | None, method: str) -> str | None:
-    """``def method(<the base's parameters>) -> <its return>: raise NotImplementedError``."""
-    if function is None:
-        return None
-    returns = f" -> {ast.unparse(function.returns)}" if function.returns else ""
-    prefix = "async def" if isinstance(function, ast.AsyncFunctionDef) else "def"
-    return (
-        f"{prefix} {method}({params_source(params_of(function))}){returns}:\n"
-        "    raise NotImplementedError\n"
-    )
