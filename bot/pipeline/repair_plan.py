@@ -88,6 +88,31 @@ def fixable_tests(findings: Iterable[Finding]) -> list[str]:
     return sorted({test for f in findings if contract_fixed(f) for test in f.tests})
 
 
+def root_causes_of(finding: Finding) -> list[str]:
+    """The root causes (``PlannedRun.root_cause``) a finding's failure belongs to: its
+    contract's, or its contract break's; none for a failure no fixer handles."""
+    if finding.fixer == LEARNING_FIXER:
+        return [brk.root_cause for brk in breaks_of([finding])]
+    if contract_fixed(finding):
+        return [contract.describe() for contract in contracts_from_findings([finding])]
+    return []
+
+
+def scoped_tests(
+    findings: Iterable[Finding], root_causes: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """(the failed tests of ``root_causes``, which a fix of them must make pass; every other
+    failed test of the same findings, which that fix does not address)."""
+    wanted = set(root_causes)
+    addressed: set[str] = set()
+    everything: set[str] = set()
+    for finding in findings:
+        everything.update(finding.tests)
+        if wanted & set(root_causes_of(finding)):
+            addressed.update(finding.tests)
+    return sorted(addressed), sorted(everything - addressed)
+
+
 def dedupe_key(
     *, repository: str, base_ref: str | None, contract: Contract, violations: Iterable[str]
 ) -> str:

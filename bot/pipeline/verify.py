@@ -30,7 +30,7 @@ from bot.forges.github.retry import RateLimited
 from bot.forges.select import forge_for
 from bot.git import GitError
 from bot.pipeline.heartbeat import beating
-from bot.pipeline.repair_plan import fixable_tests
+from bot.pipeline.repair_plan import scoped_tests
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
@@ -104,13 +104,16 @@ def _mark_verifying(
 def _plan(verification: Verification) -> VerificationPlan:
     """What to run: the fix against its base, with the tests its failures named."""
     fix = verification.fix
+    findings = [f for run in fix.runs for f in findings_of(run.report)]
+    addressed, others = scoped_tests(findings, (run.root_cause for run in fix.runs))
     return VerificationPlan(
         repo=Path(fix.repository),
         base_sha=fix.base_sha,
         head_sha=fix.head_sha,
         changed_files=list(fix.files),
-        failed_tests=fixable_tests(f for run in fix.runs for f in findings_of(run.report)),
+        failed_tests=addressed,
         requested_queue=verification.requested_queue,
+        other_tests=others,
     )
 
 

@@ -67,6 +67,12 @@ def comment_body(
     if reason:
         lines.append(f"- **Note:** {reason}")
     lines += [f"- **Problem:** {_cell(p)}" for p in problems]
+    unaddressed = sum(1 for test in tests if test.get("meaning") == "not_addressed")
+    if unaddressed:
+        lines.append(
+            f"- **Not addressed by this PR:** {unaddressed} failing test(s) of the log's other "
+            "root causes; they do not decide this verdict"
+        )
     if flaky:
         lines.append(
             f"- **Flaky (failed, then passed on re-run):** {', '.join(f'`{t}`' for t in flaky)}"

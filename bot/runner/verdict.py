@@ -17,7 +17,8 @@ class TestVerdict:
     test_id: str
     before: str
     after: str
-    meaning: str  # fixed | still_failing | not_reproduced | new_failure | passing | skipped
+    # fixed | still_failing | not_reproduced | new_failure | passing | skipped | not_addressed
+    meaning: str
 
 
 def outcome_of(test_id: str, outcomes: Mapping[str, str]) -> str:
@@ -31,10 +32,18 @@ def outcome_of(test_id: str, outcomes: Mapping[str, str]) -> str:
 
 
 def compare(
-    before: Mapping[str, str], after: Mapping[str, str], targets: Sequence[str]
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+    targets: Sequence[str],
+    others: Sequence[str] = (),
 ) -> list[TestVerdict]:
-    """Per-test meaning for every test seen after the fix (module-level errors included)."""
+    """Per-test meaning for every test seen after the fix (module-level errors included).
+
+    ``others``: failed tests of root causes this fix does not address (the same log's other
+    failures): one still failing is ``not_addressed``, not the fix's failure; every one of them
+    is listed, run or not. One that passed before and fails after is the fix's new failure."""
     target_set = set(targets)
+    other_set = set(others) - target_set
     ran_after = {test_id.split("::", 1)[0] for test_id in after if "::" in test_id}
     # A module that failed to import before is judged through its tests after; only a module
     # none of whose tests ran after the fix stays a failure of its own.
@@ -42,10 +51,13 @@ def compare(
         t for t in before if t not in after and before[t] in FAILING and t not in ran_after
     }
     verdicts = []
-    for test_id in sorted(set(after) | broken_before):
+    for test_id in sorted(set(after) | broken_before | other_set):
         was, now = outcome_of(test_id, before), outcome_of(test_id, after)
         targeted = test_id in target_set or test_id.split("::", 1)[0] in target_set
-        if now == "skipped":
+        other = not targeted and (test_id in other_set or test_id.split("::", 1)[0] in other_set)
+        if other and was != "passed" and now != "passed":
+            meaning = "not_addressed"
+        elif now == "skipped":
             meaning = "skipped"
         elif was in FAILING and now == "passed":
             meaning = "fixed"
@@ -61,7 +73,8 @@ def compare(
 
 
 def overall(tests: Sequence[TestVerdict], extra_ok: bool = True) -> Verdict:
-    """The fix's verdict: new failures, then still failing, then not reproduced, else fixed."""
+    """The fix's verdict: new failures, then still failing, then not reproduced, else fixed
+    (tests of root causes it does not address never decide it)."""
     meanings = {t.meaning for t in tests}
     if "new_failure" in meanings:
         return Verdict.NEW_FAILURES

@@ -34,8 +34,10 @@ class VerificationPlan:
     base_sha: str
     head_sha: str
     changed_files: list[str]
-    failed_tests: list[str]
+    failed_tests: list[str]  # the tests of the root causes this fix addresses
     requested_queue: str
+    # Failed tests of the same reports' other root causes: listed, never the verdict's.
+    other_tests: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -134,7 +136,9 @@ def verify(
                 return outcome
         before, after = phases
         outcome.flaky = after.flaky
-        outcome.tests = compare(before.outcomes, after.outcomes, selection.failed_tests)
+        outcome.tests = compare(
+            before.outcomes, after.outcomes, selection.failed_tests, plan.other_tests
+        )
         if not after.outcomes:
             outcome.problems.append("nothing ran after the fix: no test was selected or collected")
             return outcome

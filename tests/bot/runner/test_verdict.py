@@ -61,6 +61,22 @@ def test_verdict_table(before, after, targets, verdict):
     assert overall(compare(before, after, targets)) is verdict
 
 
+def test_another_root_causes_tests_are_listed_not_addressed_and_never_decide():
+    before = {"t::a": "failed", "t::other": "failed"}
+    after = {"t::a": "passed", "t::other": "failed"}
+    tests = compare(before, after, ["t::a"], others=["t::other", "t::unrun"])
+    meanings = {t.test_id: t.meaning for t in tests}
+    assert meanings == {"t::a": "fixed", "t::other": "not_addressed", "t::unrun": "not_addressed"}
+    assert overall(tests) is Verdict.FIXED
+    # Without the scope the same run is red: the other root cause's test counts.
+    assert overall(compare(before, after, ["t::a", "t::other"])) is Verdict.STILL_FAILING
+
+
+def test_another_root_causes_test_the_fix_breaks_is_still_a_new_failure():
+    tests = compare({"t::o": "passed"}, {"t::o": "failed"}, [], others=["t::o"])
+    assert [t.meaning for t in tests] == ["new_failure"]
+
+
 def test_outcome_of_a_test_in_a_module_that_did_not_import():
     assert outcome_of("tests/test_a.py::x", COLLECTION_ERROR) == "error"
     assert outcome_of("tests/test_c.py::x", COLLECTION_ERROR) == "not_run"

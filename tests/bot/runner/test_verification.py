@@ -10,7 +10,7 @@ import pytest
 
 from bot.runner.verification import VerificationPlan, verify
 from fixers.sandbox import Limits
-from tests.bot.runner.conftest import OPS_BREAKS_SUB, OPS_FIXED, OPS_NOT_FIXED
+from tests.bot.runner.conftest import OPS_BREAKS_SUB, OPS_FIXED, OPS_NOT_FIXED, TinyRepo
 
 FAILED = ["tests/test_ops.py::test_add"]
 DEFAULT_LIMITS = Limits(timeout_s=300)
@@ -41,6 +41,25 @@ def test_a_real_fix_is_fixed_and_says_where_it_ran(tiny_repo, tmp_path):
     assert outcome.selection.importing_tests == ["tests/test_ops.py"]
     assert outcome.device == "cpu" and outcome.on_requested_device is False
     assert "bubblewrap" in outcome.isolation
+
+
+def test_a_fix_of_one_root_cause_is_not_red_for_the_logs_other_root_cause(tiny_repo, tmp_path):
+    other = "tests/test_geometry.py::test_area"
+    failing = "from calc.ops import add\n\n\ndef test_area():\n    assert add(1, 1) == 3\n"
+    base = tiny_repo.commit({"tests/test_geometry.py": failing}, "another root cause")
+    repo = TinyRepo(tiny_repo.path, base)
+    head = repo.commit({"calc/ops.py": OPS_FIXED})
+    plan = VerificationPlan(
+        repo.path, base, head, ["calc/ops.py"], FAILED, "gpu.H100_PCIe", other_tests=[other]
+    )
+    outcome = verify(
+        plan, run_dir=tmp_path / "run", limits=DEFAULT_LIMITS, reruns=1, should_cancel=lambda: False
+    )
+    meanings = {t.test_id: (t.before, t.after, t.meaning) for t in outcome.tests}
+    # It imports the changed module, so it ran on both sides: failing, and not this fix's.
+    assert meanings[other] == ("failed", "failed", "not_addressed")
+    assert meanings["tests/test_ops.py::test_add"][2] == "fixed"
+    assert outcome.verdict == "fixed"
 
 
 def test_a_patch_that_does_not_fix_is_still_failing(tiny_repo, tmp_path):
