@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fixers.config_schema import validate_data, validate_text, without_invalid
 from fixers.failures import Finding
 from fixers.learned.policy import LearnedConfig, parse_learned
 from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, read_repo_file
@@ -194,9 +195,15 @@ def parse_config(text: str, root: Path) -> RepoConfig:
     python = _pyproject_floor(root)
     try:
         data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: nesting a
-        # few thousand arrays deep (a hostile file) exhausts tomllib's recursive parser
-        return RepoConfig(python=python, errors=(f"{CONFIG_FILE}: not valid TOML: {exc}",))
+    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nesting a few
+        # thousand arrays deep (a hostile file) exhausts tomllib's recursive parser
+        problems = validate_text(text)
+        return RepoConfig(python=python, errors=tuple(p.render(CONFIG_FILE) for p in problems))
+    # The schema first: every key checked, and what it rejects is left out of what the
+    # readers below see (each problem reported once).
+    invalid = validate_data(data, text)
+    data = without_invalid(data, invalid)
+    errors.extend(p.render(CONFIG_FILE) for p in invalid)
     contracts: list[Contract] = []
     tables = data.get("contract", [])
     if not isinstance(tables, list):
@@ -230,8 +237,8 @@ def parse_config(text: str, root: Path) -> RepoConfig:
     rerun_command, problem = _rerun_command(data.get("fan_out"))
     if problem:
         errors.append(problem)
-    learned, problems = parse_learned(data.get("learned", {}), CONFIG_FILE)
-    errors.extend(problems)
+    learned, learned_problems = parse_learned(data.get("learned", {}), CONFIG_FILE)
+    errors.extend(learned_problems)
     return RepoConfig(
         contracts=tuple(contracts),
         test_dirs=test_dirs,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from fixers.config_schema import validate_data, without_invalid
 from fixers.contracts import CONFIG_FILE
 from fixers.signatures import UNCLASSIFIED, builtin_signatures
 
@@ -171,7 +172,13 @@ def parse_policy(text: str, source: str = CONFIG_FILE) -> RepoPolicy:
     except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: arrays nested
         # a few thousand deep (a hostile file) exhaust tomllib's recursive parser
         return RepoPolicy(source=source, errors=(f"{CONFIG_FILE}: not valid TOML: {exc}",))
-    errors: list[str] = []
+    # The schema's problems with this policy's own tables; the rest of the file is the
+    # sweep's to report.
+    problems = [
+        p for p in validate_data(data, text) if p.loc[:1] in (("repairbot",), ("autonomy",))
+    ]
+    data = without_invalid(data, problems)
+    errors: list[str] = [p.render(CONFIG_FILE) for p in problems]
     enabled, paths = _repairbot(data.get("repairbot"), errors)
     default, signatures = _autonomy(data.get("autonomy"), errors)
     return RepoPolicy(

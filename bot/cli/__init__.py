@@ -7,6 +7,7 @@ import typer
 from bot.cli import (
     check_command,
     classify_command,
+    config_command,
     demo_command,
     fix_command,
     reconcile_command,
@@ -30,6 +31,7 @@ def build_app() -> typer.Typer:
         sweep_command,
         check_command,
         fix_command,
+        config_command,
         serve_command,
         worker_command,
         demo_command,

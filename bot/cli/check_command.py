@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.cli.check_output import CheckPrinter, visible
+from bot.cli.sweep_command import CONFIG_INVALID
 from bot.config import get_settings
 from bot.runner.sandbox import sandbox_options
 from fixers.base_tree import (
@@ -151,6 +152,8 @@ def check_command(
     if fix and check.introduced:
         check = _fix(printer, root, check, cache, import_check)
     printer.report(check)
+    if check.head.report.config_errors:
+        raise typer.Exit(CONFIG_INVALID)
     if check.introduced:
         raise typer.Exit(1)
 

@@ -10,7 +10,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from bot.cli.sweep_command import check_root, parse_contract_options, progress_bar
+from bot.cli.sweep_command import (
+    CONFIG_INVALID,
+    check_root,
+    parse_contract_options,
+    progress_bar,
+)
 from bot.config import get_settings
 from bot.runner.sandbox import sandbox_options
 from fixers.contracts import Contract, contracts_from_findings
@@ -55,7 +60,10 @@ def contracts_from_log(findings: list[Finding], log: Path, err: Console) -> list
 def print_result(
     console: Console, result: FixResult, show_diff: bool, explain: bool = False
 ) -> None:
-    """The diff (optional), then what was learned, per-file evidence, everything left alone."""
+    """Configuration problems, the diff (optional), then what was learned, per-file evidence,
+    everything left alone."""
+    for error in result.report.config_errors:
+        console.print(f"[yellow]config:[/yellow] {escape(error)}")
     if show_diff and result.changes:
         console.print(result.diff(), end="", markup=False, highlight=False, soft_wrap=True)
     for learning in result.learned:
@@ -122,5 +130,7 @@ def fix_command(
         print_result(console, result, show_diff=not write, explain=explain)
         if write:
             Console(emoji=False).print(f"wrote {len(written)} file(s)")
+    if result.report.config_errors:
+        raise typer.Exit(CONFIG_INVALID)
     if any(c.evidence is not None and not c.evidence.ok for c in result.changes):
         raise typer.Exit(1)

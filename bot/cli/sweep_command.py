@@ -19,6 +19,8 @@ from fixers.sweep import Progress as ProgressCallback
 from fixers.sweep import run_sweep
 
 PROGRESS_FROM_FILES = 500
+# Exit status when the configuration read is invalid (``repairbot config check`` says why).
+CONFIG_INVALID = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -116,7 +118,8 @@ def sweep_command(
         ),
     ] = False,
 ) -> None:
-    """Find every violation of the contracts in PATH. Exit 1 when any is found."""
+    """Find every violation of the contracts in PATH. Exit 1 when any is found, 3 when the
+    repository's .repairbot.toml is invalid (its valid part still applied and reported)."""
     root = check_root(path)
     contracts = parse_contract_options(contract)
     with progress_bar(not as_json) as progress:
@@ -125,5 +128,7 @@ def sweep_command(
         typer.echo(json.dumps(report.to_json(explain=explain), indent=2))
     else:
         print_report(Console(soft_wrap=True, emoji=False), report, explain=explain)
+    if report.config_errors:
+        raise typer.Exit(CONFIG_INVALID)
     if report.violations:
         raise typer.Exit(1)
