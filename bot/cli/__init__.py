@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
+from rich.console import Console
+from rich.markup import escape
 
 from bot.cli import (
     check_command,
@@ -15,6 +19,7 @@ from bot.cli import (
     sweep_command,
     worker_command,
 )
+from bot.cli.failures import explain
 
 
 def build_app() -> typer.Typer:
@@ -46,5 +51,22 @@ def _root() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    build_app()()
+    """Console-script entry point: expected failures end in one line (``bot.cli.failures``);
+    ``--debug`` anywhere on the command line shows their traceback instead."""
+    args = sys.argv[1:]
+    debug = "--debug" in args
+    app = build_app()
+    if debug:
+        app(args=[a for a in args if a != "--debug"], prog_name="repairbot")
+        return
+    try:
+        app(args=args, prog_name="repairbot")
+    except Exception as exc:  # only expected failures are translated; the rest re-raised
+        explained = explain(exc)
+        if explained is None:
+            raise
+        Console(stderr=True, emoji=False, highlight=False).print(
+            f"[red]error:[/red] {escape(explained.message)} (--debug shows the traceback)",
+            soft_wrap=True,
+        )
+        sys.exit(explained.exit_code)

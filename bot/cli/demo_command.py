@@ -38,6 +38,8 @@ def demo(
 
     console = Console(emoji=False)
     settings = get_settings()
+    # Fail before building anything when the service is not there (bot.cli.failures says so).
+    httpx.get(f"{url.rstrip('/')}/healthz", timeout=10).raise_for_status()
     stamp = int(time.time() * 1000)
     target = (workdir or settings.data_dir / "demo").resolve() / f"target-{stamp}"
     target.parent.mkdir(parents=True, exist_ok=True)
