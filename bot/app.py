@@ -9,11 +9,12 @@ from bot.api.body import BodyBudget
 from bot.config import Settings, get_settings
 from bot.dashboard.routes import install as install_dashboard
 from bot.queue.celery_app import configure_celery
+from bot.version import __version__
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; migrations and workers are started by the CLI, not here."""
-    app = FastAPI(title="repairbot", version="0.1.0")
+    app = FastAPI(title="repairbot", version=__version__)
     app.state.settings = settings or get_settings()
     configure_celery(app.state.settings)
     # One per app: the bodies its routes are reading at once, all of them together.

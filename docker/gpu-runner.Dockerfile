@@ -17,7 +17,7 @@ COPY fixers fixers
 COPY runtime runtime
 # The base image's CUDA torch 2.13.0 satisfies the pin; every other version is constrained.
 RUN grep -v '^torch==' docker/constraints.txt > /tmp/constraints.txt \
-    && pip install --constraint /tmp/constraints.txt .
+    && pip install --constraint /tmp/constraints.txt ".[service,runtime]"
 
 COPY docker/entrypoint.sh /usr/local/bin/repairbot-entrypoint
 RUN useradd --create-home --uid 10001 repairbot \

@@ -9,14 +9,15 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from bot.db.request_scope import get_read_session
+from bot.version import __version__
 
 router = APIRouter()
 
 
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
-    """The process answers."""
-    return {"status": "ok"}
+    """The process answers, and says which version it is."""
+    return {"status": "ok", "version": __version__}
 
 
 @router.get("/readyz")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,6 +21,7 @@ from bot.cli import (
     worker_command,
 )
 from bot.cli.failures import explain
+from bot.version import __version__
 
 
 def build_app() -> typer.Typer:
@@ -46,8 +48,21 @@ def build_app() -> typer.Typer:
     return app
 
 
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit"
+        ),
+    ] = False,
+) -> None:
     """repairbot: automated repair of API-contract CI breakages."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"repairbot {__version__}")
+        raise typer.Exit()
 
 
 def main() -> None:

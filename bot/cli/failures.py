@@ -18,6 +18,11 @@ from pydantic_settings import SettingsError
 BAD_SETTING = 2
 UNAVAILABLE = 3
 ENV_PREFIX = "REPAIRBOT_"
+# What ``pip install 'repairbot[service]'`` adds to the command line's packages.
+SERVICE_MODULES = frozenset(
+    {"fastapi", "uvicorn", "sqlalchemy", "alembic", "celery", "kombu", "psycopg", "redis",
+     "prometheus_client", "jinja2", "github", "jwt", "markdown_it", "nh3"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,12 @@ def explain(exc: BaseException) -> Explained | None:
         )
     if isinstance(exc, ConnectionError):
         return Explained(f"cannot connect: {exc}", UNAVAILABLE)
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in SERVICE_MODULES:
+        return Explained(
+            f"this command needs the service's packages ({exc.name} is not installed): "
+            "pip install 'repairbot[service]'",
+            BAD_SETTING,
+        )
     if isinstance(exc, PermissionError):
         where = exc.filename or "a file"
         return Explained(

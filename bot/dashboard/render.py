@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.dashboard.formatting import age_text, duration_text, http_link, iso
 from bot.dashboard.markdown import render_markdown
+from bot.version import __version__
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -44,7 +45,7 @@ def environment() -> Environment:
     env.filters.update(
         duration=duration_text, iso=iso, label=_label, http_link=http_link, markdown=render_markdown
     )
-    env.globals.update(age=age_text)
+    env.globals.update(age=age_text, version=__version__)
     return env
 
 

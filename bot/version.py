@@ -1,0 +1,3 @@
+"""repairbot's version: the one place it is written (the package metadata reads it from here)."""
+
+__version__ = "0.2.0"
