@@ -140,6 +140,7 @@ def start_server(
     Never raises for a sandbox that cannot start: the server then answers nothing, and
     ``problem`` says why (``check_imports`` reports it as the modules' detail).
     """
+    seen_root = seen_root.absolute()  # bound and entered by path: never relative to the sandbox
     run_dir = Path(tempfile.mkdtemp(prefix="repairbot-import-probe-"))
     options = dataclasses.replace(
         sandbox, readonly=(*sandbox.readonly, seen_root, PROBE), interpreters=(python,)
@@ -323,6 +324,9 @@ def check_imports(
     ``unverified``, and so does a sandbox that cannot run (with the reason) unless ``sandbox``
     allows running unconfined, which the detail then says.
     """
+    # The sandbox binds and enters the tree by path: a relative one would be read against
+    # the sandbox's own working directory, not the caller's.
+    root = root.absolute()
     deadline = time.monotonic() + limits.timeout_s
     results: Results = {}
     pending, why = list(changes), ""

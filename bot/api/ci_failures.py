@@ -183,6 +183,10 @@ async def post_ci_failure(request: Request) -> JSONResponse:
     )
     if body_hmac is not None and not _hmac_is_valid(settings, body, body_hmac):
         raise _unauthorized()
+    if not body.strip():
+        # `curl --data @missing-file` posts nothing: a report that says nothing is refused, not
+        # stored as a failure without failures.
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "the report is empty")
     media_problem = media_type_problem(headers.get("content-type", ""))
     if media_problem is not None:
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, media_problem)

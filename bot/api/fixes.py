@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, status
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.db.models import CiFailure, Fix, RepairRun, Verification
+from bot.db.models import CiFailure, Fix, FixState, RepairRun, Verification
 from bot.db.request_scope import get_read_session
 from fixers.input_rules import MAX_SQL_INT
 
@@ -149,7 +149,7 @@ def get_report(report_id: int, session: SessionDep) -> dict[str, Any]:
 @router.get("/fixes")
 def list_fixes(
     session: SessionDep,
-    state: str | None = None,
+    state: FixState | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_SQL_INT)] = 0,
 ) -> list[dict[str, Any]]:
@@ -159,8 +159,8 @@ def list_fixes(
         .options(selectinload(Fix.runs), selectinload(Fix.verifications))
         .order_by(Fix.id.desc())
     )
-    if state:
-        query = query.where(Fix.state == state)
+    if state is not None:
+        query = query.where(Fix.state == state.value)
     return [
         _fix_json(fix, detail=False) for fix in session.scalars(query.limit(limit).offset(offset))
     ]

@@ -123,3 +123,19 @@ def test_a_server_that_does_not_read_cannot_hold_the_service(tmp_path: Path) -> 
         assert "timed out" in problem  # rather than blocked on the full pipe
     finally:
         stop_isolated(running)
+
+
+def test_a_relative_root_is_checked_as_from_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `cd /tmp && repairbot fix shp`: the sandbox must see the tree, not a path relative to it.
+    repo = tmp_path / "proj"
+    (repo / "shapes").mkdir(parents=True)
+    (repo / "shapes" / "__init__.py").write_text("")
+    (repo / "shapes" / "base.py").write_text("VALUE = 1\n")
+    (repo / "shapes" / "user.py").write_text("from shapes.base import VALUE\n")
+    monkeypatch.chdir(tmp_path)
+    text = "from shapes.base import VALUE\n"
+    change = FileChange("shapes/user.py", "shapes.user", text, text, [], [])
+    answers = check_imports(Path("proj"), [change], preload=())
+    assert answers["shapes/user.py"] == ("ok", "")
