@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -43,7 +44,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REPAIRBOT_", env_file=None, extra="ignore")
 
     environment: Literal["development", "test", "production"] = "development"
-    data_dir: Path = Field(default=Path(".repairbot"), description="SQLite files, worktrees, logs")
+    # Never the current directory: a command run from another folder would silently start a
+    # fresh database there.
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("repairbot")),
+        description="SQLite files, worktrees, logs (default: the user's data directory)",
+    )
     database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
     broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
     github_webhook_secret: SecretStr = SecretStr("dev-webhook-secret")

@@ -27,6 +27,7 @@ from bot.intake.ci_reports import (
 from bot.intake.webhook_auth import could_be_valid, is_valid
 from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 from fixers.intake import FailureReport, Format, IntakeError, screen_report, screens_in_place
+from fixers.intake.analysis import json_schema as analysis_schema
 
 router = APIRouter()
 
@@ -71,7 +72,25 @@ def _parameters_doc() -> dict[str, Any]:
         {"name": name, "in": "header", "required": False, "schema": {"type": "string"}}
         for name in ("Authorization", "X-Repairbot-Signature-256", "Idempotency-Key")
     ]
-    return {"parameters": query + headers}
+    return {"parameters": query + headers, "requestBody": _body_doc()}
+
+
+def _body_doc() -> dict[str, Any]:
+    """The bodies the route reads itself: a failure analysis (JSON, its published schema), a
+    console log (text) or a JUnit report (XML)."""
+    analysis = analysis_schema()
+    analysis.pop("$schema", None)
+    analysis.pop("$id", None)
+    return {
+        "required": True,
+        "description": "One CI failure: a failure analysis document, a console log or JUnit XML "
+        "(the format is detected from the body).",
+        "content": {
+            "application/json": {"schema": _inlined(analysis, analysis)},
+            "text/plain": {"schema": {"type": "string", "description": "a CI console log"}},
+            "application/xml": {"schema": {"type": "string", "description": "JUnit XML"}},
+        },
+    }
 
 
 def _inlined(field: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

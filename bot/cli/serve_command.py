@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -36,9 +37,18 @@ def serve(
         start_embedded_worker,
         start_reconciler,
     )
-    from bot.queue.celery_app import configure_tasks
+    from bot.queue.celery_app import configure_tasks, quiet_root_warning
 
+    if "REPAIRBOT_PUBLIC_URL" not in os.environ:
+        # Links to fix pages name where this process serves, in its threads and its children
+        # (which read the same environment), unless an operator configured a public address.
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        shown = f"[{shown}]" if ":" in shown else shown
+        os.environ["REPAIRBOT_PUBLIC_URL"] = f"http://{shown}:{port}"
     settings = get_settings()
+    root_note = quiet_root_warning()
+    if root_note and worker:
+        Console(stderr=True, emoji=False, soft_wrap=True).print(f"note: {root_note}")
     upgrade(settings.resolved_database_url)
     configure_tasks(settings)  # tasks run in this process (the embedded worker) read these
     stop = threading.Event()
@@ -52,7 +62,7 @@ def serve(
         if verifying:  # its own process: a hanging test must not stall repairs
             verifier = VerificationWorker(verifying).start()
     start_reconciler(settings, stop)
-    Console(stderr=True, emoji=False).print(
+    Console(stderr=True, emoji=False, soft_wrap=True).print(
         f"repairbot serving on http://{host}:{port} (database {settings.resolved_database_url}, "
         f"broker {settings.resolved_broker_url}, worker {'in-process' if embedded else 'external'}"
         f"{', verification in a child process' if verifier else ''})"

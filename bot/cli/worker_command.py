@@ -24,12 +24,15 @@ def worker(
     from bot.db.migrate import upgrade
     from bot.pipeline.cleanup import prune_stale_work
     from bot.queue.celery_app import app as celery_app
-    from bot.queue.celery_app import configure_tasks
+    from bot.queue.celery_app import configure_tasks, quiet_root_warning
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
     prune_stale_work(settings)  # worktrees a killed worker left on this host; live ones are leased
     configure_tasks(settings)  # the worker's tasks read these settings, on their broker
+    root_note = quiet_root_warning()
+    if root_note:
+        typer.echo(f"note: {root_note}", err=True)
     argv = [
         "worker",
         "-Q",

@@ -8,10 +8,13 @@ the environment's (``bot.config.get_settings``).
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 from celery import Celery
+from celery.exceptions import SecurityWarning
 
 from bot.config import Settings, get_settings
 from bot.queue import file_broker
@@ -42,8 +45,23 @@ app = Celery("repairbot", include=task_modules())
 app.config_from_object("bot.queue.celeryconfig")
 
 
+ROOT_NOTE = (
+    "running as root: Celery's workers warn about superuser privileges; repairbot runs target "
+    "code only in its sandbox (bubblewrap, as nobody, without network or the data dir), which "
+    "holds as root, so that warning is not repeated"
+)
+
+
+def quiet_root_warning() -> str | None:
+    """Celery warns on every worker start as root (each embedded worker, each child): the
+    process says why once instead (``ROOT_NOTE``, returned when running as root)."""
+    warnings.filterwarnings("ignore", category=SecurityWarning, message=".*superuser privileges")
+    return ROOT_NOTE if os.geteuid() == 0 else None
+
+
 def configure_celery(settings: Settings) -> Celery:
     """Point the app at ``settings``' broker (for processes built from explicit settings)."""
+    quiet_root_warning()
     url, options = settings.resolved_broker_url, settings.broker_transport_options
     if app.conf.broker_url == url and app.conf.broker_transport_options == options:
         return app

@@ -47,3 +47,11 @@ def test_a_dashboard_route_that_names_nothing_is_the_404_page(client, path: str)
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert f"There is no page {path}." in response.text
+
+
+def test_the_ci_report_endpoint_documents_its_bodies(client) -> None:
+    operation = client.get("/openapi.json").json()["paths"]["/api/v1/ci-failures"]["post"]
+    content = operation["requestBody"]["content"]
+    assert set(content) == {"application/json", "text/plain", "application/xml"}
+    analysis = content["application/json"]["schema"]
+    assert "failures" in analysis["properties"] and "$ref" not in str(analysis)

@@ -94,3 +94,12 @@ def test_the_command_prefix_defaults_to_repairbot_and_matches_the_grammar():
 def test_a_command_prefix_that_is_not_a_slash_word_or_is_bot_is_refused(prefix):
     with pytest.raises(ValidationError, match="REPAIRBOT_COMMAND_PREFIX"):
         Settings(command_prefix=prefix)
+
+
+def test_the_default_data_dir_is_the_users_not_the_current_directory(monkeypatch, tmp_path):
+    for key in list(__import__("os").environ):
+        if key.startswith("REPAIRBOT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    assert Settings().data_dir == tmp_path / "xdg" / "repairbot"

@@ -57,6 +57,8 @@ def test_embedded_default_repairs_once_and_verifies(make_service, failing_target
     assert len(fixes) == 1
     fix = fixes[0]
     assert fix["branch"].startswith("repairbot/contract-forward-override/")
+    # The link names where this service serves (a free port), not a default one.
+    assert fix["url"] == f"{service.url}/fixes/{fix['id']}"
     _assert_branch_passes(failing_target[0], fix["branch"], tmp_path)
     with service.client() as client:
         verification = wait_for_verification(client, fix["id"], timeout_s=600)
