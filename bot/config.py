@@ -44,11 +44,14 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REPAIRBOT_", env_file=None, extra="ignore")
 
     environment: Literal["development", "test", "production"] = "development"
-    # Never the current directory: a command run from another folder would silently start a
-    # fresh database there.
+    # Never the current directory: run elsewhere, a command would start a fresh database there.
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir("repairbot")),
         description="SQLite files, worktrees, logs (default: the user's data directory)",
+    )
+    environments_dir: Path = Field(  # outside the data dir: the sandbox sees the one it uses
+        default_factory=lambda: Path(platformdirs.user_cache_dir("repairbot")) / "environments",
+        description='Targets\' test environments ([verify] environment = "uv"), a cache',
     )
     database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
     broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
@@ -375,12 +378,8 @@ class Settings(BaseSettings):
     @property
     def private_dirs(self) -> list[Path]:
         """Folders in the data dir that hold our own checkouts: never a report's repository."""
-        return [
-            self.worktrees_dir,
-            self.github_mirrors_dir,
-            self.contract_trees_dir,
-            self.data_dir / "broker",
-        ]
+        own = (self.worktrees_dir, self.github_mirrors_dir, self.contract_trees_dir)
+        return [*own, self.data_dir / "broker"]
 
     @property
     def runner_root(self) -> Path:

@@ -44,9 +44,12 @@ class ContractTable(_Table):
 
 
 class VerifyTable(_Table):
-    """``[verify]``: how the target's tests run for a verification."""
+    """``[verify]``: how the target's tests run for a verification (bot/runner/environment.py)."""
 
     command: StrictStr | None = None
+    python: Annotated[StrictStr, Field(pattern=r"^/")] | None = None
+    environment: Literal["uv"] | None = None
+    requirements: list[StrictStr] | None = None
 
 
 class FanOutTable(_Table):

@@ -14,6 +14,21 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
 
 
+def _link_to_here(host: str, port: int, worker: bool) -> None:
+    """Links to fix pages name where this process serves, in its threads and its children
+    (which read the same environment), unless an operator configured a public address; and
+    Celery's root warning is one note (its workers run here)."""
+    from bot.queue.celery_app import quiet_root_warning
+
+    root_note = quiet_root_warning()
+    if root_note and worker:
+        Console(stderr=True, emoji=False, soft_wrap=True).print(f"note: {root_note}")
+    if "REPAIRBOT_PUBLIC_URL" not in os.environ:
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        shown = f"[{shown}]" if ":" in shown else shown
+        os.environ["REPAIRBOT_PUBLIC_URL"] = f"http://{shown}:{port}"
+
+
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
@@ -37,18 +52,10 @@ def serve(
         start_embedded_worker,
         start_reconciler,
     )
-    from bot.queue.celery_app import configure_tasks, quiet_root_warning
+    from bot.queue.celery_app import configure_tasks
 
-    if "REPAIRBOT_PUBLIC_URL" not in os.environ:
-        # Links to fix pages name where this process serves, in its threads and its children
-        # (which read the same environment), unless an operator configured a public address.
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        shown = f"[{shown}]" if ":" in shown else shown
-        os.environ["REPAIRBOT_PUBLIC_URL"] = f"http://{shown}:{port}"
+    _link_to_here(host, port, worker)
     settings = get_settings()
-    root_note = quiet_root_warning()
-    if root_note and worker:
-        Console(stderr=True, emoji=False, soft_wrap=True).print(f"note: {root_note}")
     upgrade(settings.resolved_database_url)
     configure_tasks(settings)  # tasks run in this process (the embedded worker) read these
     stop = threading.Event()

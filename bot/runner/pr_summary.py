@@ -55,8 +55,9 @@ def comment_body(
     flaky: Sequence[str],
     problems: Sequence[str],
     isolation: str,
+    environment: str = "",
 ) -> str:
-    """The PR comment: verdict, where it ran, then one row per test."""
+    """The PR comment: verdict, where it ran and in which environment, then one row per test."""
     lines = [
         f"### repairbot verification #{verification_id}: {verdict or state}",
         "",
@@ -64,6 +65,8 @@ def comment_body(
         f"host `{host}`, queue `{queue}`",
         f"- **Time:** {seconds:.1f} s; isolation: {isolation or 'n/a'}",
     ]
+    if environment:
+        lines.append(f"- **Environment:** {_cell(environment)}")
     if reason:
         lines.append(f"- **Note:** {reason}")
     lines += [f"- **Problem:** {_cell(p)}" for p in problems]
@@ -107,4 +110,5 @@ def verification_comment(verification: Verification) -> str:
         flaky=results.get("flaky", []),
         problems=results.get("problems", []),
         isolation=str(results.get("isolation", "")),
+        environment=str(results.get("environment", "")),
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import socket
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from bot.git import fresh_worktree, remove_worktree
 from bot.runner.device import on_requested_device, probe_command
+from bot.runner.environment import EnvironmentProblem, TargetPython, target_python
 from bot.runner.phases import PhaseContext, PhaseResult, run_phase
 from bot.runner.selection import Selection, select_tests
 from bot.runner.verdict import TestVerdict, compare, overall
@@ -56,6 +56,7 @@ class VerificationOutcome:
     flaky: list[str] = field(default_factory=list)
     seconds: float = 0.0
     isolation: str = ""
+    environment: str = ""  # the interpreter the tests ran with, and its key packages
 
     def results(self) -> dict[str, Any]:
         """JSON-ready results for the database and the dashboard."""
@@ -65,6 +66,7 @@ class VerificationOutcome:
             "flaky": self.flaky,
             "problems": self.problems,
             "isolation": self.isolation,
+            "environment": self.environment,
             "seconds": round(self.seconds, 2),
             "timed_out": self.timed_out,
         }
@@ -96,44 +98,45 @@ def verify(
     limits: Limits,
     reruns: int,
     should_cancel: Callable[[], bool],
-    python: str = sys.executable,
+    python: str | None = None,
     extra_env: Mapping[str, str] | None = None,
     sandbox: SandboxOptions = STRICT,
+    environments: Path | None = None,
 ) -> VerificationOutcome:
-    """Run the selected tests at the base and at the fix head, and compare.
-
+    """Run the selected tests at the base and at the fix head, and compare. ``python``: the
+    interpreter; None: the target's own (``[verify]``, built ones cached in ``environments``).
     Raises ``fixers.sandbox.SandboxUnavailable`` (before running anything) when target code
-    cannot be sandboxed and ``sandbox`` does not allow running it unconfined.
-    """
+    cannot be sandboxed and ``sandbox`` does not allow running it unconfined."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "verification.log"
-    device = probe_device(run_dir, python, log_path, sandbox)
     before_tree, after_tree = run_dir / "before", run_dir / "after"
     try:
         fresh_worktree(plan.repo, after_tree, plan.head_sha)
         fresh_worktree(plan.repo, before_tree, plan.base_sha)
         selection = select_tests(after_tree, changed=plan.changed_files, failed=plan.failed_tests)
+        chosen = _chosen_python(after_tree, python, environments)
+        if isinstance(chosen, str):
+            return VerificationOutcome(
+                "not probed", socket.gethostname(), False, selection, problems=[chosen]
+            )
+        python = chosen.python
+        device = probe_device(run_dir, python, log_path, sandbox)
         outcome = VerificationOutcome(
             device=device,
             host=socket.gethostname(),
             on_requested_device=on_requested_device(device, plan.requested_queue),
             selection=selection,
+            environment=chosen.description,
         )
         env = clean_environment(run_dir, extra_env)
-        phases: list[PhaseResult] = []
-        for name, tree in (("before", before_tree), ("after", after_tree)):
-            ctx = PhaseContext(
-                tree, run_dir, log_path, python, limits, reruns, should_cancel, env, sandbox
-            )
-            phase = run_phase(ctx, selection, name)
-            phases.append(phase)
-            outcome.seconds += phase.seconds
-            outcome.isolation = phase.isolation
-            outcome.problems += [f"{name}: {p}" for p in phase.problems]
-            outcome.timed_out |= phase.timed_out
-            outcome.cancelled |= phase.cancelled
-            if phase.interrupted:
-                return outcome
+        contexts = [
+            (name, PhaseContext(tree, run_dir, log_path, python, limits, reruns, should_cancel,
+                                env, sandbox))
+            for name, tree in (("before", before_tree), ("after", after_tree))
+        ]  # fmt: skip
+        phases = _run_phases(outcome, selection, contexts)
+        if phases is None:
+            return outcome
         before, after = phases
         outcome.flaky = after.flaky
         outcome.tests = compare(
@@ -147,6 +150,37 @@ def verify(
     finally:
         remove_worktree(plan.repo, after_tree)
         remove_worktree(plan.repo, before_tree)
+
+
+def _run_phases(
+    outcome: VerificationOutcome,
+    selection: Selection,
+    contexts: list[tuple[str, PhaseContext]],
+) -> tuple[PhaseResult, PhaseResult] | None:
+    """Run the before and after phases, adding their time and problems to ``outcome``; None
+    when one was interrupted (cancelled, timed out)."""
+    phases: list[PhaseResult] = []
+    for name, ctx in contexts:
+        phase = run_phase(ctx, selection, name)
+        phases.append(phase)
+        outcome.seconds += phase.seconds
+        outcome.isolation = phase.isolation
+        outcome.problems += [f"{name}: {p}" for p in phase.problems]
+        outcome.timed_out |= phase.timed_out
+        outcome.cancelled |= phase.cancelled
+        if phase.interrupted:
+            return None
+    return phases[0], phases[1]
+
+
+def _chosen_python(tree: Path, python: str | None, environments: Path | None) -> TargetPython | str:
+    """The caller's interpreter, else the target's own (``[verify]``); or why there is none."""
+    if python is not None:
+        return TargetPython(python, f"{python} (chosen by the caller)")
+    try:
+        return target_python(tree, environments)
+    except EnvironmentProblem as exc:
+        return f"the target's environment: {exc}"
 
 
 def discard(run_dir: Path) -> None:

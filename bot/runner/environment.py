@@ -1,0 +1,197 @@
+"""Which Python runs a target's tests: the target's own environment, as its ``[verify]`` says.
+
+* ``python = "/opt/venvs/proj/bin/python"``: an interpreter the operator prepared on the runner
+  host with the target's dependencies;
+* ``environment = "uv"``: one built by uv from the target's requirements (``requirements =
+  [files]``, default ``requirements.txt``, else ``[project] dependencies`` of its
+  ``pyproject.toml``), cached by their hash under the runner's cache folder;
+* neither: repairbot's own interpreter (the embedded default, what the demo uses).
+
+Building runs no target code: every line must be a plain requirement (no ``-r``/``--index-url``
+options, no URLs or paths), and uv installs wheels only (``--only-binary :all:``), which
+unpack without executing anything; the interpreter built is then used only inside the sandbox.
+Which environment a verdict ran in, with its Python and key package versions, is part of the
+verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from uv import find_uv_bin
+
+from fixers.repo_paths import FileRefused, read_repo_file
+
+BUILD_TIMEOUT_S = 900
+MAX_REQUIREMENTS = 500
+SHOWN_PACKAGES = 8
+
+
+class EnvironmentProblem(Exception):
+    """The target's environment cannot be used or built; the message says why."""
+
+
+@dataclass(frozen=True)
+class TargetPython:
+    """The interpreter a verification runs, and how to name it in a verdict."""
+
+    python: str
+    description: str
+
+
+def _verify_table(root: Path) -> dict[str, object]:
+    try:
+        data = tomllib.loads(read_repo_file(root, ".repairbot.toml").decode("utf-8"))
+    except (OSError, FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return {}  # absent or unreadable: the config check reports it; the default applies
+    table = data.get("verify", {})
+    return table if isinstance(table, dict) else {}
+
+
+def requirements_of(root: Path, files: list[str] | None) -> list[str]:
+    """The target's requirements as plain requirement strings; refuses anything else."""
+    lines: list[str] = []
+    names = files if files is not None else ["requirements.txt"]
+    found = [name for name in names if (root / name).is_file()]
+    if files is not None and len(found) < len(files):
+        missing = sorted(set(files) - set(found))
+        raise EnvironmentProblem(f"[verify] requirements: no such file {', '.join(missing)}")
+    for name in found:
+        text = read_repo_file(root, name).decode("utf-8", errors="replace")
+        lines += [line.split(" #", 1)[0].strip() for line in text.splitlines()]
+    if not found:
+        try:
+            project = tomllib.loads(read_repo_file(root, "pyproject.toml").decode("utf-8"))
+        except (OSError, FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            project = {}
+        deps = project.get("project", {}).get("dependencies", [])
+        lines = [str(d) for d in deps] if isinstance(deps, list) else []
+    wanted = [line for line in lines if line and not line.startswith("#")]
+    if len(wanted) > MAX_REQUIREMENTS:
+        raise EnvironmentProblem(f"more than {MAX_REQUIREMENTS} requirements")
+    for line in wanted:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise EnvironmentProblem(
+                f"requirement {line[:80]!r} is not a plain requirement (options, paths and "
+                f"URLs are refused: building must not reach beyond the package index): {exc}"
+            ) from exc
+        if requirement.url:
+            raise EnvironmentProblem(f"requirement {line[:80]!r} names a URL: refused")
+    return sorted(set(wanted))
+
+
+def _uv() -> str:
+    try:
+        return str(find_uv_bin())  # the binary uv's PyPI package ships
+    except FileNotFoundError:
+        found = shutil.which("uv")
+        if found is None:
+            raise EnvironmentProblem("uv is not installed: pip install uv") from None
+        return found
+
+
+def _packages(python: str, wanted: list[str]) -> str:
+    """``pytest 8.3.2, humanize 4.9.0``: the versions the interpreter has of what matters."""
+    site = subprocess.run(
+        [python, "-c", "import sys; print('\\n'.join(sys.path))"],
+        capture_output=True, text=True, timeout=60, check=False,
+    ).stdout.split()  # fmt: skip
+    names = ["pytest", *(Requirement(w).name for w in wanted)][:SHOWN_PACKAGES]
+    shown = []
+    for name in dict.fromkeys(names):
+        dists = list(metadata.distributions(name=name, path=site))
+        shown.append(f"{name} {dists[0].version if dists else 'missing'}")
+    return ", ".join(shown)
+
+
+def _version(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise EnvironmentProblem(f"{python} does not run: {out.stderr.strip()[:200]}")
+    return out.stdout.strip()
+
+
+def build_uv_environment(cache: Path, requirements: list[str]) -> Path:
+    """The interpreter of a uv environment with ``requirements`` and pytest (built once per
+    requirement set and Python, then reused)."""
+    key_text = "\n".join([sys.version, *requirements])
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    target = cache / key
+    python = target / "bin" / "python"
+    if (target / ".complete").is_file():
+        return python
+    cache.mkdir(parents=True, exist_ok=True)
+    building = cache / f"{key}.building-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    uv = _uv()
+    env = {**os.environ, "UV_CACHE_DIR": str(cache / "uv-cache")}
+    steps = [
+        [uv, "venv", "--quiet", "--python", sys.executable, str(building)],
+        [uv, "pip", "install", "--quiet", "--python", str(building / "bin" / "python"),
+         "--only-binary", ":all:", "pytest", *requirements],
+    ]  # fmt: skip
+    try:
+        for step in steps:
+            done = subprocess.run(
+                step, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env, check=False
+            )
+            if done.returncode != 0:
+                raise EnvironmentProblem(
+                    f"uv could not build the environment: {done.stderr.strip()[-400:]}"
+                )
+        (building / ".complete").write_text("\n".join(requirements) + "\n")
+        # Another worker may have finished the same environment first: then that one is used.
+        with contextlib.suppress(OSError):
+            building.rename(target)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return python
+
+
+def target_python(root: Path, cache: Path | None) -> TargetPython:
+    """The interpreter for ``root``'s tests, as its ``[verify]`` table says."""
+    table = _verify_table(root)
+    python, environment = table.get("python"), table.get("environment")
+    if python is not None:
+        if not isinstance(python, str) or not Path(python).is_absolute():
+            raise EnvironmentProblem("[verify] python must be an absolute path")
+        if not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise EnvironmentProblem(f"[verify] python {python} is not an executable here")
+        return TargetPython(python, f"[verify] python {python} (Python {_version(python)}; "
+                                    f"{_packages(python, [])})")  # fmt: skip
+    if environment == "uv":
+        if cache is None:
+            raise EnvironmentProblem("no cache folder for built environments on this runner")
+        files = table.get("requirements")
+        if files is not None and not (
+            isinstance(files, list) and all(isinstance(f, str) for f in files)
+        ):
+            raise EnvironmentProblem("[verify] requirements must be a list of file names")
+        wanted = requirements_of(root, files)
+        built = str(build_uv_environment(cache, wanted))
+        return TargetPython(
+            built,
+            f"uv environment {Path(built).parents[1].name} (Python {_version(built)}; "
+            f"{_packages(built, wanted)})",
+        )
+    if environment is not None:
+        raise EnvironmentProblem(f'[verify] environment must be "uv", got {environment!r}')
+    own = sys.executable
+    return TargetPython(
+        own, f"repairbot's own interpreter {own} (Python {_version(own)}; {_packages(own, [])})"
+    )

@@ -1,0 +1,97 @@
+"""A target's own test environment: an interpreter it names, or one uv builds from its
+requirements (from the package index, as in production), and what refuses to be built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.runner.environment import EnvironmentProblem, requirements_of, target_python
+from bot.runner.verification import VerificationPlan, verify
+from fixers.sandbox import Limits
+from tests.bot.runner.conftest import OPS_FIXED, TinyRepo
+
+FAILED = ["tests/test_ops.py::test_add"]
+# humanize is not in repairbot's own environment: the target's tests need theirs.
+NEEDS_HUMANIZE = (
+    "import humanize\nfrom calc.ops import add\n\n\n"
+    "def test_add():\n    assert add(2, 2) == 4 and humanize.intcomma(1000) == '1,000'\n"
+)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["-r other.txt", "--index-url http://evil.invalid/simple", "pkg @ https://evil.invalid/p.whl",
+     "./local/path", "file:///etc/passwd"],
+)  # fmt: skip
+def test_a_requirement_that_is_not_plain_is_refused(tmp_path: Path, line: str) -> None:
+    _write(tmp_path, {"requirements.txt": f"humanize\n{line}\n"})
+    with pytest.raises(EnvironmentProblem, match="refused"):
+        requirements_of(tmp_path, None)
+
+
+def test_requirements_come_from_the_files_named_else_pyproject(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "t"\ndependencies = ["humanize>=4"]\n'})
+    assert requirements_of(tmp_path, None) == ["humanize>=4"]
+    _write(tmp_path, {"req/test.txt": "# tests\nhumanize  # the one\n\niniconfig\n"})
+    assert requirements_of(tmp_path, ["req/test.txt"]) == ["humanize", "iniconfig"]
+    with pytest.raises(EnvironmentProblem, match="no such file"):
+        requirements_of(tmp_path, ["missing.txt"])
+
+
+def test_without_verify_the_verdict_names_repairbots_own_interpreter(tmp_path: Path) -> None:
+    chosen = target_python(tmp_path, None)
+    assert chosen.description.startswith("repairbot's own interpreter")
+    assert "pytest " in chosen.description
+
+
+def test_a_target_with_its_own_dependency_verifies_in_a_uv_built_environment(
+    tiny_repo: TinyRepo, tmp_path: Path
+) -> None:
+    config = {
+        "tests/test_ops.py": NEEDS_HUMANIZE,
+        "requirements.txt": "humanize\n",
+        ".repairbot.toml": '[verify]\nenvironment = "uv"\n',
+    }
+    base = tiny_repo.commit(config, "the target needs humanize")
+    repo = TinyRepo(tiny_repo.path, base)
+    head = repo.commit({"calc/ops.py": OPS_FIXED})
+    plan = VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
+    outcome = verify(
+        plan, run_dir=tmp_path / "run", limits=Limits(timeout_s=300), reruns=0,
+        should_cancel=lambda: False, environments=tmp_path / "envs",
+    )  # fmt: skip
+    assert outcome.verdict == "fixed", outcome.problems
+    assert outcome.environment.startswith("uv environment ")
+    assert "humanize " in outcome.environment and "missing" not in outcome.environment
+    # Built once: a second verification reuses it.
+    built = [p for p in (tmp_path / "envs").iterdir() if (p / ".complete").is_file()]
+    assert len(built) == 1
+    again = verify(
+        plan, run_dir=tmp_path / "run2", limits=Limits(timeout_s=300), reruns=0,
+        should_cancel=lambda: False, environments=tmp_path / "envs",
+    )  # fmt: skip
+    assert again.verdict == "fixed" and again.environment == outcome.environment
+
+
+def test_the_same_target_in_repairbots_own_interpreter_cannot_import_it(
+    tiny_repo: TinyRepo, tmp_path: Path
+) -> None:
+    base = tiny_repo.commit({"tests/test_ops.py": NEEDS_HUMANIZE}, "no [verify]")
+    repo = TinyRepo(tiny_repo.path, base)
+    head = repo.commit({"calc/ops.py": OPS_FIXED})
+    plan = VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
+    outcome = verify(
+        plan, run_dir=tmp_path / "run", limits=Limits(timeout_s=300), reruns=0,
+        should_cancel=lambda: False,
+    )  # fmt: skip
+    assert outcome.verdict != "fixed"
+    assert outcome.environment.startswith("repairbot's own interpreter")
