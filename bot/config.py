@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -13,49 +12,35 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from fixers.input_rules import safe_name_problem
-
-COMMAND_PREFIX = re.compile(r"/[a-z0-9][a-z0-9-]{0,31}")
-PLACEHOLDER_SECRETS = frozenset(
-    {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
+from bot.config_values import (
+    COMMAND_PREFIX,
+    check_queue,
+    looks_like_placeholder,
+    sqlite_url,
 )
-
-
-def _looks_like_placeholder(secret: str) -> bool:
-    """Short secrets, known placeholders and ``change-this-...`` example values."""
-    squashed = secret.lower().replace("-", "").replace("_", "")
-    return (
-        secret in PLACEHOLDER_SECRETS
-        or len(secret) < 16
-        or squashed.startswith(("changeme", "changethis"))
-    )
-
-
-def _check_queue(name: str) -> None:
-    """Queue names become broker queues and, in the filesystem broker, file names."""
-    problem = safe_name_problem(name)
-    if problem is not None:
-        raise ValueError(f"queue {name!r} {problem}")
 
 
 class Settings(BaseSettings):
     """Service settings; defaults are the embedded, no-services-needed configuration."""
 
-    model_config = SettingsConfigDict(env_prefix="REPAIRBOT_", env_file=None, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="REPAIRBOT_", env_file=None, extra="ignore", use_attribute_docstrings=True
+    )
 
     environment: Literal["development", "test", "production"] = "development"
-    # Never the current directory: run elsewhere, a command would start a fresh database there.
-    data_dir: Path = Field(
+    """Outside development, placeholder secrets and no REPAIRBOT_REPOSITORY_ROOTS are refused."""
+    data_dir: Path = Field(  # never the cwd: run elsewhere, a command would start a fresh db
         default_factory=lambda: Path(platformdirs.user_data_dir("repairbot")),
         description="SQLite files, worktrees, logs (default: the user's data directory)",
     )
     environments_dir: Path = Field(  # outside the data dir: the sandbox sees the one it uses
         default_factory=lambda: Path(platformdirs.user_cache_dir("repairbot")) / "environments",
-        description='Targets\' test environments ([verify] environment = "uv"), a cache',
+        description="Targets' test environments ([verify] environment = \"uv\"); the user's cache",
     )
     database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
     broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
     github_webhook_secret: SecretStr = SecretStr("dev-webhook-secret")
+    """GitHub's webhook secret (X-Hub-Signature-256)."""
     ci_token: SecretStr = Field(
         default=SecretStr("dev-ci-token"), description="Bearer token for CI"
     )
@@ -64,7 +49,9 @@ class Settings(BaseSettings):
     )
     ci_hmac_secret: SecretStr | None = Field(default=None, description="HMAC key for CI posts")
     max_webhook_bytes: int = 25 * 1024 * 1024
+    """Largest webhook body read."""
     max_report_bytes: int = 64 * 1024 * 1024
+    """Largest CI report body read."""
     max_buffered_body_bytes: int = Field(
         default=192 * 1024 * 1024,
         description="Request bodies being read at one moment, all together; past it: 503",
@@ -79,10 +66,15 @@ class Settings(BaseSettings):
         description="Local forge: only repositories under these folders (and the data dir's)",
     )
     embedded_worker: bool = True
+    """serve runs the workers itself: repair in a thread, verifications in a child process."""
     reconcile_interval_s: float = 30.0
+    """How often the reconciler re-sends unfinished work."""
     stale_after_s: float = 120.0
+    """When unfinished work counts as lost and is sent again."""
     task_max_retries: int = 5
+    """Retries of a failing task before it ends in an error."""
     public_url: str = "http://127.0.0.1:8000"
+    """Base of links in PRs; repairbot serve uses the address it serves on unless this is set."""
     verify_default_queue: str = Field(
         default="cpu", description="Queue when the failure names no GPU"
     )
@@ -91,7 +83,9 @@ class Settings(BaseSettings):
         description="Tried in order when no worker claims",
     )
     verify_fallback_after_s: float = 30.0
+    """Seconds before an unclaimed verification moves to the next fallback queue."""
     verify_timeout_s: float = 1800.0
+    """Limit per test command of a verification."""
     verify_heartbeat_s: float = Field(
         default=5.0, gt=0, description="How often a running verification records that it lives"
     )
@@ -100,9 +94,7 @@ class Settings(BaseSettings):
         gt=0,
         description="A running verification with no heartbeat for this long lost its worker",
     )
-    verify_reruns: int = Field(
-        default=2, ge=0, description="Re-runs of a failing test before it counts"
-    )
+    verify_reruns: int = Field(default=2, ge=0, description="Re-runs of a failing test first")
     runner_dir: Path | None = Field(
         default=None, description="Verification work dirs (default: the system temp dir)"
     )
@@ -171,18 +163,26 @@ class Settings(BaseSettings):
         default=80, ge=1, description="Cap on content-creating requests (PRs, comments, statuses)"
     )
     github_seconds_between_writes: float = Field(default=1.0, ge=0)
+    """GitHub writes are at least this far apart (its secondary rate limit)."""
     # Command comments the bot answers (a reply or a reaction) per hour: by a non-collaborator
     # per PR, by one author, on one PR, in one repository (bot.commands.reply_budget).
     reply_budget_stranger_per_pr_hour: int = Field(default=1, ge=0)
+    """Command comments answered per hour for a non-collaborator on one PR."""
     reply_budget_per_author_hour: int = Field(default=30, ge=0)
+    """Command comments answered per hour for one author."""
     reply_budget_per_pr_hour: int = Field(default=60, ge=0)
+    """Command comments answered per hour on one PR."""
     reply_budget_per_repository_hour: int = Field(default=300, ge=0)
+    """Command comments answered per hour in one repository."""
     github_retry_attempts: int = Field(default=5, ge=1)
+    """Attempts of a GitHub request that failed transiently."""
     github_retry_backoff_s: float = Field(default=1.0, ge=0)
+    """First backoff between GitHub retries (doubled each time)."""
     github_max_wait_s: float = Field(
         default=300.0, description="Longer rate-limit waits are left to a later task retry"
     )
     github_timeout_s: int = 30
+    """Timeout of one GitHub request."""
     github_dedupe_scan_limit: int = Field(
         default=100, ge=0, description="Open PRs examined when looking for one that fixes the same"
     )
@@ -191,17 +191,22 @@ class Settings(BaseSettings):
         description="Fix PR title; {ticket} {type} {summary}",
     )
     pr_type: str = "fix"
+    """The type in fix PR titles ([None][type] ...)."""
     pr_ticket_default: str = "None"
+    """The ticket in fix PR titles when the failure names none."""
     pr_bug_link_pattern: str = Field(
         default=r"https://nvbugs/\d+", description="A bug link in the failure becomes the ticket"
     )
     jenkins_url: str | None = Field(default=None, description="Jenkins base URL (build links)")
     jenkins_user: str | None = None
+    """Jenkins user for fetching console logs."""
     jenkins_token: SecretStr | None = None
+    """Jenkins API token for fetching console logs."""
     jenkins_allowed_hosts: list[str] = Field(
         default_factory=list, description="Hosts testReports may be fetched from"
     )
     jenkins_max_report_bytes: int = 64 * 1024 * 1024
+    """Largest Jenkins console log fetched."""
     github_actions_logs: bool = Field(
         default=True, description="Fetch and classify the logs of failed GitHub Actions jobs"
     )
@@ -219,9 +224,10 @@ class Settings(BaseSettings):
     contract_check_max_files: int = Field(
         default=3000, ge=1, description="A PR changing more files gets an error status, unchecked"
     )
-    # What one contract check may write under the data dir (both trees); past it: an error.
     contract_check_max_write_files: int = Field(default=50_000, ge=1)
+    """Files one pre-merge contract check may write under the data dir (past it: an error)."""
     contract_check_max_write_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
+    """Bytes one pre-merge contract check may write under the data dir (past it: an error)."""
     contract_recheck_max_prs: int = Field(
         default=50, ge=0, description="Open PRs re-checked when a push changes a contract"
     )
@@ -248,13 +254,13 @@ class Settings(BaseSettings):
     @classmethod
     def _queue_names(cls, value: list[str]) -> list[str]:
         for queue in value:
-            _check_queue(queue)
+            check_queue(queue)
         return value
 
     @field_validator("verify_default_queue")
     @classmethod
     def _queue_name(cls, value: str) -> str:
-        _check_queue(value)
+        check_queue(value)
         return value
 
     @field_validator("command_prefix")
@@ -283,7 +289,7 @@ class Settings(BaseSettings):
                 ("REPAIRBOT_GITHUB_WEBHOOK_SECRET", self.github_webhook_secret),
                 ("REPAIRBOT_CI_TOKEN", self.ci_token),
             )
-            if _looks_like_placeholder(secret.get_secret_value())
+            if looks_like_placeholder(secret.get_secret_value())
         ]
         if weak:
             raise ValueError(
@@ -330,7 +336,7 @@ class Settings(BaseSettings):
     @property
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to a SQLite file in the data directory."""
-        return self.database_url or _sqlite_url(self.data_dir)
+        return self.database_url or sqlite_url(self.data_dir)
 
     @property
     def resolved_broker_url(self) -> str:
@@ -391,9 +397,3 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read from the environment once."""
     return Settings()
-
-
-@cache
-def _sqlite_url(data_dir: Path) -> str:
-    # Resolved once: every request asks, and resolving walks the path's links on disk.
-    return f"sqlite:///{(data_dir / 'repairbot.db').resolve()}"

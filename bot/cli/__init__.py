@@ -17,6 +17,7 @@ from bot.cli import (
     fix_command,
     reconcile_command,
     serve_command,
+    settings_command,
     sweep_command,
     worker_command,
 )
@@ -43,6 +44,7 @@ def build_app() -> typer.Typer:
         worker_command,
         demo_command,
         reconcile_command,
+        settings_command,
     ):
         module.register(app)
     return app

@@ -1,0 +1,39 @@
+"""Rules for settings' values, kept apart from the settings model (``bot.config``): what
+counts as a placeholder secret, a valid queue name or command prefix, the default database."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from fixers.input_rules import safe_name_problem
+
+COMMAND_PREFIX = re.compile(r"/[a-z0-9][a-z0-9-]{0,31}")
+PLACEHOLDER_SECRETS = frozenset(
+    {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
+)
+
+
+def looks_like_placeholder(secret: str) -> bool:
+    """Short secrets, known placeholders and ``change-this-...`` example values."""
+    squashed = secret.lower().replace("-", "").replace("_", "")
+    return (
+        secret in PLACEHOLDER_SECRETS
+        or len(secret) < 16
+        or squashed.startswith(("changeme", "changethis"))
+    )
+
+
+def check_queue(name: str) -> None:
+    """Queue names become broker queues and, in the filesystem broker, file names."""
+    problem = safe_name_problem(name)
+    if problem is not None:
+        raise ValueError(f"queue {name!r} {problem}")
+
+
+@cache
+def sqlite_url(data_dir: Path) -> str:
+    """The SQLite URL of the database in ``data_dir`` (resolved once: every request asks, and
+    resolving walks the path's links on disk)."""
+    return f"sqlite:///{(data_dir / 'repairbot.db').resolve()}"
