@@ -251,8 +251,10 @@ def test_a_broker_outage_still_answers_and_the_reconciler_sends_later(tmp_path):
 def test_the_query_error_names_the_parameter_as_fastapi_would(client):
     response = client.post("/api/v1/ci-failures?build_number=-3", content=CONSOLE, headers=AUTH)
     assert response.status_code == 422
-    (error,) = response.json()["detail"]
+    body = response.json()  # the one error shape: a sentence, and the errors it sums up
+    (error,) = body["errors"]
     assert error["loc"] == ["query", "build_number"]
+    assert body["detail"].startswith("invalid request: query.build_number: ")
 
 
 def test_an_idempotency_key_over_200_characters_is_422(client, settings):

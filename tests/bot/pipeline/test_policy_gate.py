@@ -133,7 +133,7 @@ def test_an_invalid_policy_says_so_and_keeps_the_default(use_settings, tmp_path)
     run = _repair(use_settings, repo, head)
     assert run.state == "pr_opened", run.reason
     [swept] = [t.reason for t in run.transitions if t.to_state == "swept"]
-    assert "[autonomy] default must be one of" in swept and "got 'yolo'" in swept, swept
+    assert "autonomy.default: must be one of" in swept and "got 'yolo'" in swept, swept
     assert _counts(use_settings) == (1, 1)
 
 

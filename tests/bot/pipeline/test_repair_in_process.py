@@ -25,6 +25,7 @@ from bot.db.models import (
 from bot.db.session import session_scope
 from bot.pipeline.reconcile import reconcile_once
 from bot.queue.names import APPLY_FIX
+from bot.version import __version__
 from tests.conftest import CI_TOKEN
 
 LOGS = Path(__file__).parents[2] / "fixtures" / "logs"
@@ -205,7 +206,7 @@ def test_repair_in_process_then_read_api_and_metrics(use_settings, tmp_path):
         assert "## Description" in detail["body"] and "## Test Coverage" in detail["body"]
         assert client.get("/api/v1/fixes/999").status_code == 404
         assert client.get("/api/v1/failures").json()[0]["id"] == report_id
-        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/healthz").json() == {"status": "ok", "version": __version__}
         assert client.get("/readyz").json()["schema"] == _head_revision()
         metrics = client.get("/metrics").text
         assert 'repairbot_runs{state="pr_opened"} 1.0' in metrics
