@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot.api import ci_failures, fixes, health, metrics, webhooks
@@ -28,7 +29,8 @@ from bot.version import __version__
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; migrations and workers are started by the CLI, not here."""
-    app = FastAPI(title="repairbot", version=__version__)
+    # Swagger UI and ReDoc from assets installed with the service, not a CDN: /docs works offline.
+    app = FastAPIOffline(title="repairbot", version=__version__)
     app.state.settings = settings or get_settings()
     configure_celery(app.state.settings)
     # One per app: the bodies its routes are reading at once, all of them together.
@@ -41,7 +43,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 # Paths that answer machines: JSON errors there, always.
-MACHINE_PREFIXES = ("/api/", "/webhooks", "/healthz", "/readyz", "/metrics", "/static/")
+MACHINE_PREFIXES = (
+    "/api/", "/webhooks", "/healthz", "/readyz", "/metrics", "/static/", "/static-offline-docs/",
+    "/openapi.json",
+)  # fmt: skip
 
 
 def wants_page(request: Request) -> bool:

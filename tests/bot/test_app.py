@@ -55,3 +55,16 @@ def test_the_ci_report_endpoint_documents_its_bodies(client) -> None:
     assert set(content) == {"application/json", "text/plain", "application/xml"}
     analysis = content["application/json"]["schema"]
     assert "failures" in analysis["properties"] and "$ref" not in str(analysis)
+
+
+@pytest.mark.parametrize(
+    ("page", "asset"), [("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")]
+)
+def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(
+    client, page: str, asset: str
+) -> None:
+    html = client.get(page).text
+    assert f"/static-offline-docs/{asset}" in html
+    assert "cdn." not in html and "jsdelivr" not in html
+    served = client.get(f"/static-offline-docs/{asset}")
+    assert served.status_code == 200 and len(served.content) > 100_000
