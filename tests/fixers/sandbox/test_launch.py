@@ -16,6 +16,7 @@ from fixers.sandbox import (
     Limits,
     SandboxOptions,
     SandboxUnavailable,
+    launch,
     open_output,
     read_output,
     run_isolated,
@@ -32,6 +33,8 @@ from fixers.sandbox.view import (
     interpreter_roots,
     outermost,
 )
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(tmp_path: Path, code: str, **kwargs: object) -> tuple[int | None, str, str]:
@@ -363,3 +366,35 @@ def _processes_with(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_capabilities_are_read_from_the_process_status(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
+    assert launch._has_dac_override(status)
+    status.write_text("Name:\tx\nCapEff:\t000001fffffffffd\n")  # bit 1 cleared
+    assert not launch._has_dac_override(status)
+
+
+def test_root_without_dac_override_is_one_clear_reason_and_leaves_no_folder(
+    tmp_path: Path,
+) -> None:
+    # As an operator's locked-down container would run it: root, CAP_DAC_OVERRIDE dropped.
+    tree = tmp_path / "proj"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    probe = "from fixers.sandbox import sandbox_problem; print(sandbox_problem())"
+    command = [sys.executable, "-c", probe]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--inh-caps=-dac_override", "--bounding-set=-dac_override", *command]
+    out = subprocess.run(
+        command, capture_output=True, text=True, check=True, cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(temp)},
+    ).stdout.strip()  # fmt: skip
+    if os.geteuid() == 0:
+        assert out.startswith("running as root without CAP_DAC_OVERRIDE: run repairbot as")
+    else:
+        assert out == "None"  # an unprivileged service needs no capability
+    assert list(temp.iterdir()) == []
