@@ -35,6 +35,10 @@ ALLOWED = {
         "git plumbing for `repairbot check`'s base: refs, and a base's *.py checked out into a "
         "throwaway repository (no hooks, no filter drivers); runs no repository code"
     ),
+    ("bot/runner/environment.py", "build_uv_environment"): (
+        "uv builds a target's environment from plain requirements, wheels only: unpacking a "
+        "wheel runs no code; the interpreter built runs only through the launcher"
+    ),
     ("bot/pipeline/embedded.py", "_supervise"): (
         "starts our own `repairbot worker` for the verification queues; it runs target code "
         "only through the launcher"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def register(app: typer.Typer) -> None:
@@ -14,15 +17,23 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
 
 
-def _link_to_here(host: str, port: int, worker: bool) -> None:
-    """Links to fix pages name where this process serves, in its threads and its children
-    (which read the same environment), unless an operator configured a public address; and
-    Celery's root warning is one note (its workers run here)."""
+def _settings_for(host: str, port: int, worker: bool) -> Settings:
+    """The settings, with links naming where this process serves; then Celery's root warning
+    as one note (once the settings are known to be good)."""
+    from bot.config import get_settings
     from bot.queue.celery_app import quiet_root_warning
 
+    _link_to_here(host, port)
+    settings = get_settings()
     root_note = quiet_root_warning()
     if root_note and worker:
         Console(stderr=True, emoji=False, soft_wrap=True).print(f"note: {root_note}")
+    return settings
+
+
+def _link_to_here(host: str, port: int) -> None:
+    """Links to fix pages name where this process serves, in its threads and its children
+    (which read the same environment), unless an operator configured a public address."""
     if "REPAIRBOT_PUBLIC_URL" not in os.environ:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         shown = f"[{shown}]" if ":" in shown else shown
@@ -43,7 +54,6 @@ def serve(
 
     from bot.api.slow_clients import header_deadline_protocol
     from bot.app import create_app
-    from bot.config import get_settings
     from bot.db.migrate import upgrade
     from bot.pipeline.cleanup import prune_stale_work
     from bot.pipeline.embedded import (
@@ -54,8 +64,7 @@ def serve(
     )
     from bot.queue.celery_app import configure_tasks
 
-    _link_to_here(host, port, worker)
-    settings = get_settings()
+    settings = _settings_for(host, port, worker)
     upgrade(settings.resolved_database_url)
     configure_tasks(settings)  # tasks run in this process (the embedded worker) read these
     stop = threading.Event()

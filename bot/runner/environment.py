@@ -10,7 +10,8 @@
 Building runs no target code: every line must be a plain requirement (no ``-r``/``--index-url``
 options, no URLs or paths), and uv installs wheels only (``--only-binary :all:``), which
 unpack without executing anything; the interpreter built is then used only inside the sandbox.
-Which environment a verdict ran in, with its Python and key package versions, is part of the
+Which environment a verdict ran in, with its Python and key package versions (read by a probe
+inside the sandbox: an environment's packages may run code as Python starts), is part of the
 verdict.
 """
 
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -43,10 +44,12 @@ class EnvironmentProblem(Exception):
 
 @dataclass(frozen=True)
 class TargetPython:
-    """The interpreter a verification runs, and how to name it in a verdict."""
+    """The interpreter a verification runs, how to name it in a verdict, and the requirements
+    whose versions the verdict shows."""
 
     python: str
     description: str
+    requirements: tuple[str, ...] = ()
 
 
 def _verify_table(root: Path) -> dict[str, object]:
@@ -102,28 +105,30 @@ def _uv() -> str:
         return found
 
 
-def _packages(python: str, wanted: list[str]) -> str:
-    """``pytest 8.3.2, humanize 4.9.0``: the versions the interpreter has of what matters."""
-    site = subprocess.run(
-        [python, "-c", "import sys; print('\\n'.join(sys.path))"],
-        capture_output=True, text=True, timeout=60, check=False,
-    ).stdout.split()  # fmt: skip
+ENVIRONMENT_PROBE = (
+    "import json, platform, sys\n"
+    "from importlib import metadata\n"
+    "found = {}\n"
+    "for name in sys.argv[2:]:\n"
+    "    try:\n"
+    "        found[name] = metadata.version(name)\n"
+    "    except metadata.PackageNotFoundError:\n"
+    "        found[name] = 'missing'\n"
+    "open(sys.argv[1], 'w').write(json.dumps([platform.python_version(), found]))\n"
+)
+
+
+def probe_command(python: str, out: Path, wanted: list[str]) -> list[str]:
+    """A command (run in the sandbox: an environment's packages may run code as Python starts)
+    that writes the interpreter's version and the versions of ``wanted`` into ``out``."""
     names = ["pytest", *(Requirement(w).name for w in wanted)][:SHOWN_PACKAGES]
-    shown = []
-    for name in dict.fromkeys(names):
-        dists = list(metadata.distributions(name=name, path=site))
-        shown.append(f"{name} {dists[0].version if dists else 'missing'}")
-    return ", ".join(shown)
+    return [python, "-I", "-c", ENVIRONMENT_PROBE, str(out), *dict.fromkeys(names)]
 
 
-def _version(python: str) -> str:
-    out = subprocess.run(
-        [python, "-c", "import platform; print(platform.python_version())"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    if out.returncode != 0:
-        raise EnvironmentProblem(f"{python} does not run: {out.stderr.strip()[:200]}")
-    return out.stdout.strip()
+def describe(probed: str) -> str:
+    """``Python 3.11.7; pytest 8.3.2, humanize 4.9.0`` from the probe's output."""
+    version, found = json.loads(probed)
+    return f"Python {version}; " + ", ".join(f"{n} {v}" for n, v in found.items())
 
 
 def build_uv_environment(cache: Path, requirements: list[str]) -> Path:
@@ -172,8 +177,7 @@ def target_python(root: Path, cache: Path | None) -> TargetPython:
             raise EnvironmentProblem("[verify] python must be an absolute path")
         if not (Path(python).is_file() and os.access(python, os.X_OK)):
             raise EnvironmentProblem(f"[verify] python {python} is not an executable here")
-        return TargetPython(python, f"[verify] python {python} (Python {_version(python)}; "
-                                    f"{_packages(python, [])})")  # fmt: skip
+        return TargetPython(python, f"[verify] python {python}")
     if environment == "uv":
         if cache is None:
             raise EnvironmentProblem("no cache folder for built environments on this runner")
@@ -184,14 +188,7 @@ def target_python(root: Path, cache: Path | None) -> TargetPython:
             raise EnvironmentProblem("[verify] requirements must be a list of file names")
         wanted = requirements_of(root, files)
         built = str(build_uv_environment(cache, wanted))
-        return TargetPython(
-            built,
-            f"uv environment {Path(built).parents[1].name} (Python {_version(built)}; "
-            f"{_packages(built, wanted)})",
-        )
+        return TargetPython(built, f"uv environment {Path(built).parents[1].name}", tuple(wanted))
     if environment is not None:
         raise EnvironmentProblem(f'[verify] environment must be "uv", got {environment!r}')
-    own = sys.executable
-    return TargetPython(
-        own, f"repairbot's own interpreter {own} (Python {_version(own)}; {_packages(own, [])})"
-    )
+    return TargetPython(sys.executable, f"repairbot's own interpreter {sys.executable}")

@@ -12,7 +12,13 @@ from typing import Any
 
 from bot.git import fresh_worktree, remove_worktree
 from bot.runner.device import on_requested_device, probe_command
-from bot.runner.environment import EnvironmentProblem, TargetPython, target_python
+from bot.runner.environment import (
+    EnvironmentProblem,
+    TargetPython,
+    describe,
+    target_python,
+)
+from bot.runner.environment import probe_command as env_probe_command
 from bot.runner.phases import PhaseContext, PhaseResult, run_phase
 from bot.runner.selection import Selection, select_tests
 from bot.runner.verdict import TestVerdict, compare, overall
@@ -91,6 +97,27 @@ def probe_device(
     return name.strip() or "cpu"
 
 
+def probe_environment(
+    run_dir: Path, chosen: TargetPython, log_path: Path, options: SandboxOptions = STRICT
+) -> str:
+    """The interpreter's Python and key package versions, read inside the sandbox (an
+    environment's packages may run code as Python starts)."""
+    out = run_dir / "environment.json"
+    result = run_isolated(
+        env_probe_command(chosen.python, out, list(chosen.requirements)),
+        cwd=run_dir,
+        run_dir=run_dir,
+        log_path=log_path,
+        limits=Limits(timeout_s=120),
+        options=dataclasses.replace(options, interpreters=(chosen.python,)),
+    )
+    probed = read_output(out, max_bytes=4000) if result.returncode == 0 else None
+    try:
+        return describe(probed) if probed else "its versions could not be read"
+    except (ValueError, TypeError):
+        return "its versions could not be read"
+
+
 def verify(
     plan: VerificationPlan,
     *,
@@ -121,12 +148,13 @@ def verify(
             )
         python = chosen.python
         device = probe_device(run_dir, python, log_path, sandbox)
+        versions = probe_environment(run_dir, chosen, log_path, sandbox)
         outcome = VerificationOutcome(
             device=device,
             host=socket.gethostname(),
             on_requested_device=on_requested_device(device, plan.requested_queue),
             selection=selection,
-            environment=chosen.description,
+            environment=f"{chosen.description} ({versions})",
         )
         env = clean_environment(run_dir, extra_env)
         contexts = [

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
 
+from fixers.sandbox.capabilities import NO_DAC_OVERRIDE, has_dac_override
 from fixers.sandbox.limits import Limits, preexec
 from fixers.sandbox.view import (
     SANDBOX_UID,
@@ -102,21 +103,6 @@ def _as_root() -> bool:
     return os.geteuid() == 0
 
 
-CAP_DAC_OVERRIDE = 1  # bit of the capability sets in /proc/self/status
-
-
-def _has_dac_override(status: Path = Path("/proc/self/status")) -> bool:
-    """Whether this process's effective capabilities hold CAP_DAC_OVERRIDE (True when unknown)."""
-    try:
-        text = status.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True
-    for line in text.splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> CAP_DAC_OVERRIDE & 1)
-    return True
-
-
 def _handoff(paths: Sequence[Path], keep: Sequence[Path]) -> None:
     """Give the writable trees to the sandbox user (as root); ``keep`` stays the service's.
 
@@ -177,13 +163,8 @@ def _self_test(bwrap: str | None, setpriv: str | None, root: bool) -> str | None
         return "bwrap is not installed (Debian package: bubblewrap)"
     if root and setpriv is None:
         return "running as root needs setpriv (util-linux) to drop to an unprivileged user"
-    if root and not _has_dac_override():
-        # The run dirs are handed to the sandbox user; without this capability root could
-        # neither read back what it wrote nor remove the folders afterwards.
-        return (
-            "running as root without CAP_DAC_OVERRIDE: run repairbot as an unprivileged user "
-            "(the sandbox then runs as that user) or keep that capability"
-        )
+    if root and not has_dac_override():  # root could not read back nor remove run dirs
+        return NO_DAC_OVERRIDE
     with tempfile.TemporaryDirectory(prefix="repairbot-sandbox-check-") as folder:
         run_dir = Path(folder)
         log_path = run_dir / "check.log"

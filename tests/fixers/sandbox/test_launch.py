@@ -16,7 +16,6 @@ from fixers.sandbox import (
     Limits,
     SandboxOptions,
     SandboxUnavailable,
-    launch,
     open_output,
     read_output,
     run_isolated,
@@ -366,14 +365,6 @@ def _processes_with(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
-
-
-def test_capabilities_are_read_from_the_process_status(tmp_path: Path) -> None:
-    status = tmp_path / "status"
-    status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")
-    assert launch._has_dac_override(status)
-    status.write_text("Name:\tx\nCapEff:\t000001fffffffffd\n")  # bit 1 cleared
-    assert not launch._has_dac_override(status)
 
 
 def test_root_without_dac_override_is_one_clear_reason_and_leaves_no_folder(
