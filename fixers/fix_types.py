@@ -96,7 +96,7 @@ def type_checking_only(tree: ast.Module) -> set[str]:
 
 def _by_name(index: RepoIndex, module: str, param: str) -> str | None:
     """A class the module defines or imports whose name matches ``param``, fully qualified."""
-    facts = index._module_facts(module)
+    facts = index.module_facts(module)
     if facts is None:
         return None
     names = [c.qualname for c in facts.classes if not c.nested]

@@ -18,7 +18,7 @@ from pathlib import Path
 from fixers.contract_inference import INFERENCE_MARKERS, infer_contracts
 from fixers.contracts import Contract
 from fixers.pyfacts import ClassFacts, FactsError, ModuleFacts, module_facts_from_tree, parse_python
-from fixers.repo_files import SourceFile, list_python_files, module_names
+from fixers.repo_files import SourceFile, list_python_files, module_names, namespace_names
 from fixers.repo_paths import (
     DEFAULT_MAX_FILE_BYTES,
     FileRefused,
@@ -109,6 +109,8 @@ class RepoIndex:
         rels = [rel for rel in rels if rel not in self.errors]
         self.files: dict[str, SourceFile] = {f.rel: f for f in module_names(root, rels)}
         self.by_module: dict[str, str] = {f.module: f.rel for f in self.files.values()}
+        for dotted, rel in namespace_names(self.files.values()).items():
+            self.by_module.setdefault(dotted, rel)
         self.stats = IndexStats(files=len(self.files))
         self.facts: dict[str, ModuleFacts] = {}
         self._data: dict[str, bytes] = {}
@@ -247,7 +249,9 @@ class RepoIndex:
                     self._classes[f"{prefix}{cls.qualname}"] = (rel, cls)
         return self._classes
 
-    def _module_facts(self, module: str) -> ModuleFacts | None:
+    def module_facts(self, module: str) -> ModuleFacts | None:
+        """The facts of the parsed module named ``module`` (None: not in the repository, or
+        not parsed yet)."""
         rel = self.by_module.get(module)
         return self.facts.get(rel) if rel is not None else None
 
@@ -261,12 +265,12 @@ class RepoIndex:
         return self._memo[key]
 
     def _resolve(self, module: str, dotted: str, depth: int) -> str:
-        facts = self._module_facts(module)
+        facts = self.module_facts(module)
         if facts is None or depth > _MAX_DEPTH:
             return dotted
         head, _, rest = dotted.partition(".")
         suffix = f".{rest}" if rest else ""
-        prefix = f"{module}." if module else ""
+        prefix = f"{facts.module}." if facts.module else ""  # a namespace alias's own module
         if any(c.qualname == head and not c.nested for c in facts.classes):
             return f"{prefix}{dotted}"
         target = dict(facts.aliases).get(head)
@@ -276,7 +280,7 @@ class RepoIndex:
         if target is not None:
             return self.canonical(target + suffix, depth + 1)
         for star in facts.star_imports:
-            if star != module and self._module_facts(star) is not None:
+            if star != module and self.module_facts(star) is not None:
                 found = self.resolve(star, dotted, depth + 1)
                 if found in self.classes:
                     return found
@@ -296,7 +300,7 @@ class RepoIndex:
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
-            if self._module_facts(module) is not None:
+            if self.module_facts(module) is not None:
                 found = self.resolve(module, ".".join(parts[cut:]), depth + 1)
                 return found if found != ".".join(parts[cut:]) else qualified
         return qualified

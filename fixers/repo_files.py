@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +92,23 @@ def module_names(root: Path, files: list[str]) -> list[SourceFile]:
         is_package = stem == "__init__"
         names = [*prefix, *chain] if is_package else [*prefix, *chain, stem]
         out.append(SourceFile(rel=rel, module=".".join(names), is_package=is_package))
+    return out
+
+
+def namespace_names(files: Iterable[SourceFile]) -> dict[str, str]:
+    """The dotted names files in namespace packages (folders without ``__init__.py``, PEP 420)
+    are imported by from the repository root, or from ``src/``, where they differ from the
+    module name the ``__init__.py`` chain gives: name -> file."""
+    out: dict[str, str] = {}
+    for f in files:
+        parts = f.rel[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts.pop()
+        if not parts:
+            continue
+        for dotted in (".".join(parts), ".".join(parts[1:]) if parts[0] == "src" else ""):
+            if dotted and dotted != f.module and dotted.replace(".", "").isidentifier():
+                out.setdefault(dotted, f.rel)
     return out
 
 

@@ -54,44 +54,43 @@ class _Carrier:
     future: bool
     imports: dict[str, None]
 
+    def _meaning(self, name: str) -> str:
+        """How ``name`` from the base's module reads in the target's: "same" (bound alike),
+        "guarded" (bound alike, but only under ``TYPE_CHECKING``), "builtin", "differs" (the
+        target binds it to something else) or "unbound"."""
+        meant = self.index.resolve(self.base_module, name)
+        if name in self.target_bound:
+            if self.target_bound[name] != meant:
+                return "differs"
+            return "guarded" if name in self.guarded else "same"
+        return "builtin" if meant == name and name in _BUILTINS else "unbound"
+
     def runs_here(self, text: str) -> bool:
         """Whether an expression evaluated at ``def`` time (a default) means the same in the
         target module: only builtins and names the target binds alike."""
-        try:
-            node = ast.parse(text, mode="eval").body
-        except SyntaxError:
-            return False
-        for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
-            meant = self.index.resolve(self.base_module, name)
-            if name in self.target_bound:
-                if self.target_bound[name] != meant or name in self.guarded:
-                    return False
-            elif not (meant == name and name in _BUILTINS):
-                return False
-        return True
+        node = _expression(text)
+        return node is not None and all(
+            self._meaning(name) in ("same", "builtin") for name in _names_in(node)
+        )
 
     def carry(self, text: str | None) -> str | None:
         """``text`` as the target module should write it, or None when it cannot."""
-        if text is None:
-            return None
-        try:
-            node = ast.parse(text, mode="eval").body
-        except SyntaxError:
+        node = _expression(text) if text is not None else None
+        if node is None:
             return None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return self.carry(node.value)
         needed: dict[str, None] = {}
         quote = False
-        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}):
-            meant = self.index.resolve(self.base_module, name)
-            if name in self.target_bound:
-                if self.target_bound[name] != meant:
-                    return None  # the name means something else there
-                quote = quote or name in self.guarded
+        for name in sorted(_names_in(node)):
+            meaning = self._meaning(name)
+            if meaning == "differs":
+                return None  # the name means something else there
+            quote = quote or meaning == "guarded"
+            if meaning != "unbound":
                 continue
-            if meant == name and name in _BUILTINS:
-                continue
-            spec = _import_for(name, meant, self.index, self.base_module)
+            spec = _import_for(name, self.index.resolve(self.base_module, name), self.index,
+                               self.base_module)  # fmt: skip
             if spec is None:
                 return None
             needed[spec] = None
@@ -100,6 +99,17 @@ class _Carrier:
         if (needed or quote) and not self.future:
             return f'"{written}"' if '"' not in written else repr(written)
         return written
+
+
+def _expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _names_in(node: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _module_names(tree: ast.Module) -> set[str]:
@@ -119,7 +129,7 @@ def _module_names(tree: ast.Module) -> set[str]:
 
 def _import_for(name: str, meant: str, index: RepoIndex, base_module: str) -> str | None:
     """``module:Name`` importing ``name`` as the base's module means it, or None."""
-    facts = index._module_facts(base_module)
+    facts = index.module_facts(base_module)
     bound = dict(facts.bindings) if facts is not None else {}
     if meant == name and bound.get(name) == name:
         return f"{name}:"  # ``import torch`` in the base's module

@@ -202,7 +202,36 @@ def fix(
     finally:
         if server is not None:
             server.close()
+    settle_learnings(result)
     return result
+
+
+def settle_learnings(result: FixResult) -> None:
+    """Each learning's "fixed" decisions agree with the change: a class whose edit the codemod
+    refused, whose file could not be changed or failed its evidence, or that a suppression
+    holds, is reported with the reason."""
+    failed: dict[tuple[str, str], str] = {}
+    held = {(v.path, v.class_qualname) for v in result.held}
+    for learning in result.learned:
+        for d in learning.decisions:
+            if any(p == d.path and (q == d.class_name or q.endswith("." + d.class_name))
+                   for p, q in held):  # fmt: skip
+                failed[(d.path, d.class_name)] = "held by a suppression"
+    for skip in result.skips:
+        for name in (skip.class_qualname or "").split(","):
+            failed.setdefault((skip.path, name), skip.reason)
+    made: set[tuple[str, str]] = set()
+    for change in result.changes:
+        ok = change.evidence is None or change.evidence.ok
+        why = "its file failed the checks: " + "; ".join(
+            change.evidence.lines() if change.evidence else []
+        )
+        for name in change.classes:
+            made.add((change.path, name))
+            if not ok:
+                failed.setdefault((change.path, name), why)
+    for learning in result.learned:
+        learning.settle(failed, made)
 
 
 def _hold(

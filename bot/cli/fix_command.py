@@ -24,6 +24,8 @@ from fixers.learned.breaks import LEARNING_FIXER
 from fixers.outcome import FixResult
 from fixers.sweep import fix, write_changes
 
+UNREPAIRED = 4  # the log names a break that is left for a human (reported with the reason)
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``fix`` command to the application."""
@@ -134,3 +136,5 @@ def fix_command(
         raise typer.Exit(CONFIG_INVALID)
     if any(c.evidence is not None and not c.evidence.ok for c in result.changes):
         raise typer.Exit(1)
+    if any(learning.unrepaired for learning in result.learned):
+        raise typer.Exit(UNREPAIRED)

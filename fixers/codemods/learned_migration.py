@@ -2,8 +2,8 @@
 
 Two edits, both learned from the siblings the contract commit migrated:
 
-* the signature edit: rename the method (``old`` -> ``new``) and add, drop or re-default
-  parameters as the siblings did. Only the name token and the parameter list change:
+* the signature edit: rename the method (``old`` -> ``new``) and add, drop, re-default or
+  reorder parameters as the siblings did. Only the name token and the parameter list change:
   decorators, comments, the body and the return annotation stay byte for byte (inside a renamed
   method ``super().old(`` becomes ``super().new(``: the base no longer has ``old``);
 * a stub for a test double that lacks a new abstract method: the base's signature, with a body
@@ -68,12 +68,14 @@ class LearnedMigrationCommand(ClassTargetCommand):
         changed: Sequence[ParamSpec] = (),
         stub: str = "",
         stub_imports: Sequence[str] = (),
+        order: Sequence[str] = (),
     ) -> None:
         super().__init__(context, classes)
         self.new, self.old = new, old or new
         self.added = [_param(p) for p in added]
         self.removed = list(removed)
         self.redefaulted = [_param(p) for p in changed]
+        self.order = list(order)
         self.stub = stub
         self.stub_imports = parse_imports(stub_imports)
 
@@ -122,8 +124,10 @@ class LearnedMigrationCommand(ClassTargetCommand):
 
     def _migrate(self, qualname: str, function: cst.FunctionDef) -> cst.FunctionDef:
         try:
-            params = edit_parameters(function.params, self.added, self.removed, self.redefaulted)
-        except NotLearnable as exc:
+            params = edit_parameters(
+                function.params, self.added, self.removed, self.redefaulted, self.order
+            )
+        except (NotLearnable, cst.CSTValidationError) as exc:
             self.skip(f"{qualname}.{self.old}: {exc}")
             return function
         migrated = function.with_changes(name=function.name.with_changes(value=self.new))
@@ -143,7 +147,7 @@ def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step 
     member = hierarchy.members[v.class_qualname]
 
     def spec(p: Param) -> list[str | int | None]:
-        return [p.name, p.kind, p.default, p.annotation, p.position]
+        return [p.name, p.kind, p.default_text, p.annotation_text, p.position]
 
     options: dict[str, object] = {
         "classes": [member.facts.qualname],
@@ -152,6 +156,7 @@ def plan_step(context: PlanContext, hierarchy: Hierarchy, v: Violation) -> Step 
         "added": [spec(p) for p in rule.added],
         "removed": list(rule.removed),
         "changed": [spec(p) for p in rule.changed],
+        "order": list(rule.order),
         "stub": v.stub,
         "stub_imports": list(v.stub_imports),
     }
@@ -241,6 +246,40 @@ class FormParser(Parser):
             "new": "request_of",
             "added": [["view", "positional", None, None, 1]],
         },
+    ),
+    Example(
+        "parameters the siblings swapped are swapped, each with its own annotation",
+        before="""
+class MailNotifier(Notifier):
+    def send(self, title: str, body: str = ""):
+        return body
+""",
+        after="""
+class MailNotifier(Notifier):
+    def send(self, body: str = "", title: str = ""):
+        return body
+""",
+        args={
+            "classes": ["MailNotifier"],
+            "new": "send",
+            "changed": [["title", "positional", '""', "str"]],
+            "order": ["self", "body", "title"],
+        },
+    ),
+    Example(
+        "an edit that would put a parameter without a default after one with: skipped",
+        before="""
+class MailNotifier(Notifier):
+    def send(self, title, body):
+        return body
+""",
+        after=None,
+        args={
+            "classes": ["MailNotifier"],
+            "new": "send",
+            "changed": [["title", "positional", '""', None]],
+        },
+        skip_reason="body has no default but would follow title, which has one",
     ),
     Example(
         "a test double gets a stub of the new abstract method",

@@ -1,7 +1,7 @@
 """Editing a ``def``'s parameter list with LibCST as a learned migration says: parameters
-added (appended in their kind's place, or inserted where the siblings put them), dropped or
-re-defaulted, with the commas in the original's style (a black-style trailing comma and line
-break stay where they were)."""
+added (appended in their kind's place, or inserted where the siblings put them), dropped,
+re-defaulted, made keyword-only or reordered, with the commas in the original's style (a
+black-style trailing comma and line break stay where they were)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from fixers.learned.signature_edit import Param
 
 
 def _node(param: Param) -> cst.Param:
-    annotation = (
-        cst.Annotation(cst.parse_expression(param.annotation)) if param.annotation else None
-    )
-    default = cst.parse_expression(param.default) if param.default is not None else None
+    text = param.annotation_text
+    annotation = cst.Annotation(cst.parse_expression(text)) if text else None
+    written = param.default_text
+    default = cst.parse_expression(written) if written is not None else None
     return cst.Param(
         cst.Name(param.name),
         annotation=annotation,
@@ -84,16 +84,29 @@ class _Lists:
 
 
 def _kept(params: cst.Parameters, removed: Sequence[str], changed: Sequence[Param]) -> _Lists:
+    """``params`` without ``removed``, each of ``changed`` with its new default; one made
+    keyword-only moves behind the ``*`` (any other change of kind cannot be learned here)."""
     drop = set(removed)
-    defaults = {p.name: _node(p) for p in changed}
+    wanted = {p.name: p for p in changed}
+    moved: list[cst.Param] = []
 
-    def keep(items: Sequence[cst.Param]) -> list[cst.Param]:
+    def keep(items: Sequence[cst.Param], kind: str) -> list[cst.Param]:
         out: list[cst.Param] = []
         for p in items:
+            new = wanted.get(p.name.value)
             if p.name.value in drop:
                 continue
-            new = defaults.get(p.name.value)
-            out.append(p if new is None else p.with_changes(default=new.default, equal=new.equal))
+            if new is None:
+                out.append(p)
+                continue
+            node = _node(new)
+            edited = p.with_changes(default=node.default, equal=node.equal)
+            if new.kind == kind:
+                out.append(edited)
+            elif new.kind == "keyword-only" and kind != "keyword-only":
+                moved.append(edited)
+            else:
+                raise NotLearnable(f"cannot make {p.name.value} ({kind}) {new.kind}")
         return out
 
     star_arg = params.star_arg
@@ -102,13 +115,51 @@ def _kept(params: cst.Parameters, removed: Sequence[str], changed: Sequence[Para
     star_kwarg = params.star_kwarg
     if star_kwarg is not None and star_kwarg.name.value in drop:
         star_kwarg = None
-    return _Lists(
-        keep(params.posonly_params),
-        keep(params.params),
-        keep(params.kwonly_params),
+    lists = _Lists(
+        keep(params.posonly_params, "positional-only"),
+        keep(params.params, "positional"),
+        keep(params.kwonly_params, "keyword-only"),
         star_arg,
         star_kwarg,
     )
+    if moved:
+        if not isinstance(lists.star_arg, cst.Param | cst.ParamStar):
+            lists.star_arg = cst.ParamStar()
+        lists.keyword_only[:0] = moved
+    return lists
+
+
+def _reorder(lists: _Lists, order: Sequence[str]) -> None:
+    """Put the positional parameters named in ``order`` in that order, in the slots they hold
+    (or raise ``NotLearnable``: one is missing, or the order moves one across the ``/``)."""
+    present = {p.name.value for p in (*lists.posonly, *lists.positional)}
+    missing = [name for name in order if name not in present]
+    if missing:
+        raise NotLearnable(
+            f"the siblings reordered ({', '.join(order)}); this override does not take "
+            f"{', '.join(missing)} positionally"
+        )
+    per_list = [[name for name in order if name in {p.name.value for p in items}]
+                for items in (lists.posonly, lists.positional)]  # fmt: skip
+    if [*per_list[0], *per_list[1]] != list(order):
+        raise NotLearnable(f"the order ({', '.join(order)}) moves a parameter across the /")
+    for items, names in zip((lists.posonly, lists.positional), per_list, strict=True):
+        slots = [i for i, p in enumerate(items) if p.name.value in names]
+        nodes = {items[i].name.value: items[i] for i in slots}
+        for slot, name in zip(slots, names, strict=True):
+            items[slot] = nodes[name]
+
+
+def _check_defaults(lists: _Lists) -> None:
+    """A positional parameter without a default may not follow one with a default."""
+    with_default = ""
+    for p in (*lists.posonly, *lists.positional):
+        if p.default is not None:
+            with_default = with_default or p.name.value
+        elif with_default:
+            raise NotLearnable(
+                f"{p.name.value} has no default but would follow {with_default}, which has one"
+            )
 
 
 def _add(lists: _Lists, param: Param) -> None:
@@ -143,11 +194,13 @@ def edit_parameters(
     added: Sequence[Param],
     removed: Sequence[str],
     changed: Sequence[Param],
+    order: Sequence[str] = (),
 ) -> cst.Parameters:
-    """``params`` with ``removed`` dropped, ``changed`` re-defaulted and ``added`` put in their
-    kind's place: appended, or for a positional parameter with a ``position``, inserted at that
-    index of the positional ones (``self`` is 0). Names already present are left as they are (a
-    second run adds nothing)."""
+    """``params`` with ``removed`` dropped, ``changed`` re-defaulted (or made keyword-only),
+    the positional ones named in ``order`` put in that order, and ``added`` put in their kind's
+    place: appended, or for a positional parameter with a ``position``, inserted at that index
+    of the positional ones (``self`` is 0). Names already present are left as they are (a second
+    run adds nothing). Raises ``NotLearnable`` when the result would not be a valid ``def``."""
     present = {
         p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
     }
@@ -155,9 +208,12 @@ def edit_parameters(
         if isinstance(extra, cst.Param):
             present.add(extra.name.value)
     lists = _kept(params, removed, changed)
+    if order:
+        _reorder(lists, order)
     for param in added:
         if param.name not in present:
             _add(lists, param)
+    _check_defaults(lists)
     star_arg = lists.star_arg
     if isinstance(star_arg, cst.ParamStar) and not lists.keyword_only:
         star_arg = cst.MaybeSentinel.DEFAULT  # a bare * needs a keyword-only parameter after it

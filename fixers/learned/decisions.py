@@ -4,6 +4,7 @@ each with its reason. A rename or new-parameter rule applies to a class that sti
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from fixers.index import Hierarchy, Member, RepoIndex
@@ -11,7 +12,7 @@ from fixers.learned.learning import Decision, Learning, Outcome
 from fixers.learned.lookup import arg_names, class_function, in_test_dir
 from fixers.learned.policy import Policy
 from fixers.learned.rule import MigrationRule
-from fixers.learned.signature_edit import Function
+from fixers.learned.signature_edit import POSITIONAL_KINDS, Function, params_of
 from fixers.stub_types import StubSignature, stub_signature
 from fixers.violation_types import Violation
 
@@ -99,7 +100,36 @@ class SubclassDecider:
             stub=stub,
             stub_imports=why.imports if isinstance(why, StubSignature) else (),
         )
-        return Decision(facts.qualname, member.rel, "fixed", violation.detail), violation
+        caveat = "" if stub else self._forwarding_caveat(rule, member)
+        return Decision(facts.qualname, member.rel, "fixed", violation.detail + caveat), violation
+
+    def _forwarding_caveat(self, rule: MigrationRule, member: Member) -> str:
+        """A note when the migrated method hands its arguments to ``super()`` without the new
+        ones: the signature is fixed, the body (never learned) may need them passed on."""
+        added = [p.name for p in rule.added if p.kind not in ("var-positional", "var-keyword")]
+        old = rule.old_name or rule.method
+        function = class_function(self.index, member, old)
+        if not added or function is None:
+            return ""
+        for call in ast.walk(function):
+            if not (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == old
+                and isinstance(call.func.value, ast.Call)
+                and isinstance(call.func.value.func, ast.Name)
+                and call.func.value.func.id == "super"
+            ):
+                continue
+            passed = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+            passed |= {k.arg for k in call.keywords if k.arg is not None}
+            dropped = [name for name in added if name not in passed]
+            if dropped and not any(k.arg is None for k in call.keywords):
+                return (
+                    f"; note: its super().{old}(...) call does not pass {', '.join(dropped)} "
+                    "on (bodies are not learned: check whether it should)"
+                )
+        return ""
 
     @staticmethod
     def _inherits(hierarchy: Hierarchy, member: Member, method: str) -> bool:
@@ -131,20 +161,23 @@ class SubclassDecider:
                 return "skipped", f"already defines {method}"
             if rule.old_name not in facts.methods:
                 return "skipped", f"does not define {rule.old_name}"
-            return ""
+            function = class_function(self.index, member, rule.old_name or method)
+            return "" if function is None else _unfitting(rule, function)
         function = class_function(self.index, member, method)
         if function is None:
             return "skipped", f"does not override {method}"
+        if _migrated(rule, function):
+            return "skipped", f"already has the siblings' signature of {method}"
         names, takes_kwargs = arg_names(function)
-        # An added *args/**kwargs is there when the override has one of that kind, whatever
-        # its name.
-        has = {"var-positional": function.args.vararg is not None, "var-keyword": takes_kwargs}
-        wanted = {p.name for p in rule.added if not has.get(p.kind, False)}
-        if wanted <= names:
-            return "skipped", f"already takes {', '.join(sorted(p.name for p in rule.added))}"
-        if takes_kwargs and all(p.kind == "keyword-only" for p in rule.added):
+        wanted = {p.name for p in rule.added} - names
+        if (
+            takes_kwargs
+            and wanted
+            and all(p.kind == "keyword-only" for p in rule.added)
+            and not (rule.removed or rule.changed or rule.order)
+        ):
             return "skipped", f"takes **kwargs: {', '.join(sorted(wanted))} reach it"
-        return ""
+        return _unfitting(rule, function)
 
     def _new_method(
         self,
@@ -177,3 +210,43 @@ class SubclassDecider:
         # A library's base: its annotations are kept only where the double's module can see them.
         base_rel = base_member.rel if learning.installed is None and base_member else None
         return stub_signature(self.index, base_rel, function, member.rel)
+
+
+def _migrated(rule: MigrationRule, function: Function) -> bool:
+    """Whether ``function`` already has what the rule asks: every added parameter (an added
+    ``*args``/``**kwargs`` by kind, whatever its name), none removed, each changed one's kind
+    and default, the order."""
+    params = params_of(function)
+    by_name = {p.name: p for p in params}
+    kinds = {p.kind for p in params}
+    added = all(
+        p.kind in kinds if p.kind in ("var-positional", "var-keyword") else p.name in by_name
+        for p in rule.added
+    )
+    changed = all(
+        (by_name[p.name].kind, by_name[p.name].default) == (p.kind, p.default)
+        for p in rule.changed
+        if p.name in by_name
+    )
+    in_order = (
+        not rule.order
+        or tuple(p.name for p in params if p.name in rule.order and p.kind in POSITIONAL_KINDS)
+        == rule.order
+    )
+    return added and changed and in_order and not set(rule.removed) & set(by_name)
+
+
+def _unfitting(rule: MigrationRule, function: Function) -> tuple[Outcome, str] | str:
+    """Why the rule's parameter edits cannot be applied to ``function`` as the siblings did
+    them ("" when they can): it must take, by those names, the parameters the siblings
+    reordered or changed (an override that named them differently is a human's call)."""
+    names = {p.name for p in params_of(function)}
+    needed = [*rule.order, *(p.name for p in rule.changed)]
+    missing = sorted({name for name in needed if name not in names})
+    if not missing:
+        return ""
+    return "reported", (
+        f"its {function.name} does not take {', '.join(missing)}, which the siblings "
+        f"{'reordered' if rule.order else 'changed'}: which of its parameters they are is not "
+        "certain"
+    )

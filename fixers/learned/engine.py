@@ -34,7 +34,7 @@ from fixers.learned.history import (
 )
 from fixers.learned.installed import installed_method
 from fixers.learned.learning import Learning
-from fixers.learned.locate import locate, named_classes
+from fixers.learned.locate import locate, named_classes, undefined_reason
 from fixers.learned.lookup import (
     class_function,
     find_base,
@@ -64,7 +64,9 @@ def _patterns(brk: ContractBreak) -> tuple[str, str, bool]:
     method is passed over (``CommitExamples.base_changed``)."""
     define = rf"def\s+{re.escape(brk.method)}\s*\("
     if brk.kind == "unexpected-keyword" and brk.keyword:
-        return rf"\b{re.escape(brk.keyword)}\s*=", rf"\b{re.escape(brk.keyword)}\b", False
+        # The base's file may pass it (``amount=amount``) or take it (``amount: int = 1``).
+        word = rf"\b{re.escape(brk.keyword)}\b"
+        return word, word, False
     if brk.kind == "positional-count":
         return rf"\.{re.escape(brk.method)}\s*\(", define, False
     return rf"(def\s+{re.escape(brk.method)}\s*\(|abstractmethod)", define, False
@@ -130,9 +132,11 @@ class MigrationEngine:
         self.index.load_hierarchies([contract])
         named = named_classes(self.index, brk)
         if not named:
-            learning.problem = f"class {brk.class_name} is not defined in the repository"
+            learning.problem = undefined_reason(self.index, brk.class_name)
             return learning
-        base_qual, base_rel = find_base(self.index, named[0], brk.method)
+        base_qual, base_rel = find_base(
+            self.index, named[0], brk.method, caller=brk.kind != "missing-abstract"
+        )
         base = base_qual.rsplit(".", 1)[-1]
         learning.base, learning.base_path = base, base_rel
         learning.base_dotted, learning.failing = base_qual, named[0]
@@ -216,16 +220,21 @@ class MigrationEngine:
         assert hierarchy is not None
         on_base, on_siblings, count = _patterns(brk)
         sibling_files = sorted({m.rel for m in hierarchy.members.values()})
+        family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
+        examples: list[Example] = []
+        base_change: str | None = None
         if learning.base_path is not None:
             candidates = self._candidates(
                 history, learning, on_base, [learning.base_path], count, newest_first=True
             )
-        else:
+            examples, base_change = self._contract_commit(history, learning, candidates, family)
+        if learning.commit is None:
+            # An outside base, or a change made elsewhere (the call that passes the new
+            # argument lives in another module): the siblings' own edits are the trail.
             candidates = self._candidates(
                 history, learning, on_siblings, sibling_files, False, newest_first=False
             )
-        family = frozenset({learning.base, *(m.facts.name for m in hierarchy.members.values())})
-        examples, base_change = self._contract_commit(history, learning, candidates, family)
+            examples, base_change = self._contract_commit(history, learning, candidates, family)
         if learning.commit is None:
             problem = "contract commit not in history" + (
                 f" ({learning.notes[-1]})" if learning.notes else ""

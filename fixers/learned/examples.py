@@ -4,7 +4,7 @@ The files the commit changed are read at the commit and at its first parent (one
 --batch`` for all of them) and parsed with ``ast``; a class of the commit's version whose bases
 name the contract's base (or a class known to derive from it) and that existed before gives one
 example when its edit concerns the method.
-Files that are binary, over the size cap or not Python are passed over, each with a note.
+Files that are binary, over the size cap or do not parse are passed over, each with a note.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fixers.learned.signature_edit import (
     code_of,
     params_of,
 )
-from fixers.pyfacts import is_abstract
+from fixers.pyfacts import FactsError, is_abstract, parse_python
 
 
 @dataclass
@@ -64,13 +64,15 @@ def base_names(node: ast.ClassDef) -> set[str]:
     return {(code_of(b) or "").split("[", 1)[0].rsplit(".", 1)[-1] for b in node.bases}
 
 
-def _parse(data: bytes | None) -> ast.Module | None:
+def _parse(data: bytes | None) -> ast.Module | str:
+    """The module, or why it cannot be read (binary or over the size cap; or it does not parse
+    with this interpreter: a file in another Python's syntax says so, not "not Python")."""
     if data is None:
-        return None
+        return "binary or over the size cap"
     try:
-        return ast.parse(data)
-    except (SyntaxError, ValueError):
-        return None
+        return parse_python(data, "<blob>")
+    except FactsError as exc:
+        return f"does not parse: {exc}"
 
 
 def _base_change(before: ast.Module, after: ast.Module, base: str, method: str) -> str:
@@ -121,16 +123,19 @@ def commit_examples(
         if after_data is not None and needle not in after_data:
             continue  # the method is not in this file after the commit: nothing to learn here
         after = _parse(after_data)
-        before = _parse(data.get(f"{parent}:{change.before}")) if change.before else None
-        if after is None or before is None:
-            found.notes.append(f"{change.after} at {commit.sha[:7]}: binary, too big or not Python")
+        before = _parse(data.get(f"{parent}:{change.before}")) if change.before else "added"
+        if isinstance(after, str) or isinstance(before, str):
+            if before != "added":  # a new file has no sibling to learn from: nothing to note
+                why = after if isinstance(after, str) else f"before the commit, {before}"
+                found.notes.append(f"{change.after} at {commit.sha[:7]}: {why}")
             continue
         if base is not None and change.after == base.path:
             found.base_change = _base_change(before, after, base.name, method)
         old = dict(classes_in(before))
+        text = after_data.decode("utf-8", "replace") if after_data is not None else None
         for qualname, node in classes_in(after):
             if qualname not in old or not (base_names(node) & family):
                 continue
-            for edit in class_edits(old[qualname], node, method):
+            for edit in class_edits(old[qualname], node, method, text):
                 found.examples.append(Example(qualname, change.after, commit, edit))
     return found

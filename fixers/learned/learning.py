@@ -3,7 +3,8 @@ data ``repairbot fix --explain``/``--json``, the fix PR and the service's runs r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from fixers.index import Hierarchy
@@ -56,6 +57,35 @@ class Learning:
         lines += [f"  note: {note}" for note in self.notes]
         lines += [f"  {d.outcome}: {d.class_name} ({d.path}): {d.reason}" for d in self.decisions]
         return lines
+
+    def settle(
+        self, failed: Mapping[tuple[str, str], str], made: Collection[tuple[str, str]]
+    ) -> None:
+        """Turn each "fixed" decision whose edit did not hold into "reported", with why.
+
+        ``failed`` maps (path, class) to why its edit failed (``(path, "")``: the whole file's);
+        ``made`` holds the (path, class) pairs a change edited. A decision says what the change
+        does, not what the rule promised."""
+
+        def why(d: Decision) -> str:
+            key = (d.path, d.class_name)
+            if key in failed:
+                return failed[key]
+            return "" if key in made else failed.get((d.path, ""), "no change was made")
+
+        self.decisions = [
+            replace(d, outcome="reported", reason=f"the edit could not be made: {reason}")
+            if d.outcome == "fixed" and (reason := why(d))
+            else d
+            for d in self.decisions
+        ]
+
+    @property
+    def unrepaired(self) -> bool:
+        """Whether a class this break breaks is left for a human (reported, or no rule)."""
+        return any(d.outcome == "reported" for d in self.decisions) or (
+            self.rule is None and not any(d.outcome == "fixed" for d in self.decisions)
+        )
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict (``repairbot fix --json``)."""

@@ -5,6 +5,7 @@ break, read from the tree at the failing commit."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from fixers.contracts import Contract
@@ -21,6 +22,22 @@ def named_classes(index: RepoIndex, brk: ContractBreak) -> list[str]:
         for q, (rel, c) in index.classes.items()
         if c.name == brk.class_name and brk.path in (None, rel)
     )
+
+
+def undefined_reason(index: RepoIndex, class_name: str) -> str:
+    """Why no class ``class_name`` is in the index: the files that define it but could not be
+    read as Python (with why), or that no file defines it."""
+    pattern = re.compile(rb"^[ \t]*class[ \t]+" + re.escape(class_name.encode()) + rb"\b", re.M)
+    unread = [
+        f"{rel} ({why})"
+        for rel, why in sorted(index.errors.items())
+        if (data := index.read(rel)) is not None and pattern.search(data)
+    ]
+    if unread:
+        return f"class {class_name} is defined only in files that were not read: " + "; ".join(
+            unread
+        )
+    return f"class {class_name} is not defined in the repository"
 
 
 def locate(index: RepoIndex, brk: ContractBreak) -> list[ContractBreak]:

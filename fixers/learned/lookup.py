@@ -34,11 +34,17 @@ def member_of(index: RepoIndex, qualname: str) -> Member:
     return Member(qualname, index.files[rel].module, rel, facts, (), False)
 
 
-def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | None]:
+def find_base(
+    index: RepoIndex, qualname: str, method: str, *, caller: bool = False
+) -> tuple[str, str | None]:
     """The base ``qualname`` broke against: the farthest repository ancestor that defines
     ``method`` (qualified name, file), else the first ancestor outside the repository (its
-    dotted name as the imports resolve it, no file)."""
+    dotted name as the imports resolve it, no file). ``caller``: a call that no longer fits
+    the override broke it, so the nearest ancestor that makes that call (``self.method(``)
+    comes first: an older interface above it that only declares ``method`` is not where the
+    contract changed."""
     found: tuple[str, str | None] | None = None
+    calling: tuple[str, str | None] | None = None
     outside: str | None = None
     seen: set[str] = set()
     queue = [qualname]
@@ -56,10 +62,27 @@ def find_base(index: RepoIndex, qualname: str, method: str) -> tuple[str, str | 
             rel, facts = index.classes[parent]
             if method in facts.methods:
                 found = (parent, rel)
+            if caller and calling is None and calls_own(index, member_of(index, parent), method):
+                calling = (parent, rel)
             queue.append(parent)
+    if calling is not None:
+        return calling
     if found is not None:
         return found
     return (outside or ""), None
+
+
+def calls_own(index: RepoIndex, member: Member, method: str) -> bool:
+    """Whether a method of ``member``'s class calls ``self.method(...)``."""
+    node = class_node(index, member)
+    return node is not None and any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == method
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+        for call in ast.walk(node)
+    )
 
 
 def in_test_dir(rel: str, test_dirs: Iterable[str]) -> bool:
@@ -71,23 +94,31 @@ def in_test_dir(rel: str, test_dirs: Iterable[str]) -> bool:
     )
 
 
-def class_function(index: RepoIndex, member: Member, name: str) -> Function | None:
-    """The ``def``/``async def name`` directly in ``member``'s class body, from the index's
-    ``ast``."""
+def class_node(index: RepoIndex, member: Member) -> ast.ClassDef | None:
+    """``member``'s ``class`` statement, from the index's ``ast``."""
     tree = index.tree(member.rel)
     if tree is None:
         return None
-    path = member.facts.qualname.split(".")
     body: list[ast.stmt] = tree.body
-    for part in path:
+    node: ast.ClassDef | None = None
+    for part in member.facts.qualname.split("."):
         node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
         if node is None:
             return None
         body = node.body
+    return node
+
+
+def class_function(index: RepoIndex, member: Member, name: str) -> Function | None:
+    """The ``def``/``async def name`` directly in ``member``'s class body, from the index's
+    ``ast``."""
+    node = class_node(index, member)
+    if node is None:
+        return None
     return next(
         (
             n
-            for n in body
+            for n in node.body
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name
         ),
         None,

@@ -10,7 +10,7 @@ Bodies are never learned: the missed class keeps its own, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from fixers.learned.policy import Pin
@@ -55,6 +55,7 @@ class MigrationRule:
     changed: tuple[Param, ...]
     examples: tuple[Example, ...]
     origin: str = ""  # a rule with no examples: where it comes from (default: a pin)
+    order: tuple[str, ...] = ()  # the kept positional parameters' new order, when it changed
 
     @property
     def commits(self) -> tuple[CommitRef, ...]:
@@ -64,7 +65,9 @@ class MigrationRule:
     @property
     def edit(self) -> MethodEdit:
         """The learned edit itself."""
-        return MethodEdit(self.old_name, self.method, self.added, self.removed, self.changed)
+        return MethodEdit(
+            self.old_name, self.method, self.added, self.removed, self.changed, order=self.order
+        )
 
     def words(self) -> str:
         """The rule in words, with where it was learned."""
@@ -99,7 +102,9 @@ def _agreed(params: Sequence[Sequence[Param]]) -> tuple[Param, ...]:
     for i, param in enumerate(first):
         annotations = {group[i].annotation for group in params}
         kept = param.annotation if len(annotations) == 1 else None
-        out.append(Param(param.name, param.kind, param.default, kept, param.position))
+        out.append(
+            replace(param, annotation=kept, written_annotation=kept and param.written_annotation)
+        )
     return tuple(out)
 
 
@@ -135,6 +140,7 @@ def learn_rule(base: str, method: str, examples: Sequence[Example]) -> Migration
         removed=first.removed,
         changed=_agreed([e.edit.changed for e in examples]),
         examples=tuple(examples),
+        order=first.order,
     )
 
 

@@ -10,7 +10,7 @@ anti-unification.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 ParamKind = Literal[
@@ -29,14 +29,29 @@ class Param:
     # Where an added positional parameter went when it went before existing ones: its index
     # among the positional parameters after the edit (``self`` is 0). None: appended.
     position: int | None = None
+    # The default and annotation as the sibling wrote them (``"x"``, not ``ast``'s ``'x'``):
+    # what is written; ``default``/``annotation`` are what siblings are compared on.
+    written_default: str | None = field(default=None, compare=False)
+    written_annotation: str | None = field(default=None, compare=False)
+
+    @property
+    def default_text(self) -> str | None:
+        """The default as it is to be written."""
+        return self.written_default or self.default
+
+    @property
+    def annotation_text(self) -> str | None:
+        """The annotation as it is to be written."""
+        return self.written_annotation or self.annotation
 
     def source(self) -> str:
         """How it reads in a ``def`` (``sink: Sink | None = None``; ``**kwargs``)."""
         star = {"var-positional": "*", "var-keyword": "**"}.get(self.kind, "")
-        annotated = f"{star}{self.name}" + (f": {self.annotation}" if self.annotation else "")
-        if self.default is None:
+        annotation, default = self.annotation_text, self.default_text
+        annotated = f"{star}{self.name}" + (f": {annotation}" if annotation else "")
+        if default is None:
             return annotated
-        return annotated + (" = " if self.annotation else "=") + self.default
+        return annotated + (" = " if annotation else "=") + default
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,9 @@ class MethodEdit:
     # A rename that kept the old name as a (deprecated) wrapper: the sibling's own API
     # decision, shown as evidence, not part of what siblings must agree on.
     old_kept: bool = False
+    # The kept positional parameters in their new order, when the commit reordered them (every
+    # positional caller's arguments move with them); empty when their order stayed.
+    order: tuple[str, ...] = ()
 
     @property
     def signature_key(self) -> tuple[object, ...]:
@@ -67,6 +85,7 @@ class MethodEdit:
             tuple((p.name, p.kind, p.default, p.position) for p in self.added),
             self.removed,
             tuple((p.name, p.kind, p.default) for p in self.changed),
+            self.order,
         )
 
     def describe(self) -> str:
@@ -84,6 +103,8 @@ class MethodEdit:
             parts.append("drop " + ", ".join(self.removed))
         if self.changed:
             parts.append("change " + ", ".join(_shown(p) for p in self.changed))
+        if self.order:
+            parts.append(f"reorder to ({', '.join(self.order)})")
         return ", ".join(parts) or "no signature change"
 
 
@@ -100,23 +121,34 @@ def code_of(node: ast.AST | None) -> str | None:
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def params_of(function: Function) -> tuple[Param, ...]:
-    """Every parameter of ``function`` in order, ``self``/``cls`` included."""
+def params_of(function: Function, source: str | None = None) -> tuple[Param, ...]:
+    """Every parameter of ``function`` in order, ``self``/``cls`` included (with ``source``,
+    the text ``function`` was parsed from, each default and annotation as written there)."""
     a = function.args
+
+    def param(arg: ast.arg, kind: ParamKind, default: ast.expr | None = None) -> Param:
+        def written(node: ast.expr | None) -> str | None:
+            return ast.get_source_segment(source, node) if source and node else None
+
+        return Param(
+            arg.arg, kind, code_of(default), code_of(arg.annotation),
+            written_default=written(default), written_annotation=written(arg.annotation),
+        )  # fmt: skip
+
     out: list[Param] = []
     positional = [*a.posonlyargs, *a.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(
         a.defaults
     )
     for i, arg in enumerate(positional):
-        kind: ParamKind = "positional-only" if i < len(a.posonlyargs) else "positional"
-        out.append(Param(arg.arg, kind, code_of(defaults[i]), code_of(arg.annotation)))
+        out.append(param(arg, "positional-only" if i < len(a.posonlyargs) else "positional",
+                         defaults[i]))  # fmt: skip
     if a.vararg is not None:
-        out.append(Param(a.vararg.arg, "var-positional", None, code_of(a.vararg.annotation)))
+        out.append(param(a.vararg, "var-positional"))
     for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        out.append(Param(arg.arg, "keyword-only", code_of(default), code_of(arg.annotation)))
+        out.append(param(arg, "keyword-only", default))
     if a.kwarg is not None:
-        out.append(Param(a.kwarg.arg, "var-keyword", None, code_of(a.kwarg.annotation)))
+        out.append(param(a.kwarg, "var-keyword"))
     return tuple(out)
 
 
@@ -139,19 +171,22 @@ def _body_code(function: Function) -> str:
     return ast.dump(ast.Module(body=function.body, type_ignores=[]))
 
 
-def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
-    """The edit that turns ``old`` into ``new`` (either may be None: added or removed)."""
+def method_edit(
+    old: Function | None, new: Function | None, source: str | None = None
+) -> MethodEdit:
+    """The edit that turns ``old`` into ``new`` (either may be None: added or removed);
+    ``source``: the text ``new`` was parsed from (defaults are written as there)."""
     if old is None or new is None:
         return MethodEdit(
             old.name if old is not None else None,
             new.name if new is not None else None,
         )
     before = {p.name: p for p in params_of(old)}
-    after = {p.name: p for p in params_of(new)}
+    after = {p.name: p for p in params_of(new, source)}
     return MethodEdit(
         old.name,
         new.name,
-        added=_placed(params_of(new), set(before)),
+        added=_placed(params_of(new, source), set(before)),
         removed=tuple(name for name in before if name not in after),
         changed=tuple(
             p
@@ -159,14 +194,29 @@ def method_edit(old: Function | None, new: Function | None) -> MethodEdit:
             if name in before and (before[name].kind, before[name].default) != (p.kind, p.default)
         ),
         body_changed=_body_code(old) != _body_code(new),
+        order=reordered(params_of(old), params_of(new)),
     )
+
+
+POSITIONAL_KINDS = ("positional-only", "positional")
+
+
+def reordered(before: tuple[Param, ...], after: tuple[Param, ...]) -> tuple[str, ...]:
+    """The parameters positional on both sides in their order after, when it differs from
+    their order before; empty when it does not."""
+    kept = {p.name for p in before if p.kind in POSITIONAL_KINDS} & {
+        p.name for p in after if p.kind in POSITIONAL_KINDS
+    }
+    old = tuple(p.name for p in before if p.name in kept)
+    new = tuple(p.name for p in after if p.name in kept)
+    return new if new != old else ()
 
 
 def _placed(after: tuple[Param, ...], kept: set[str]) -> tuple[Param, ...]:
     """The parameters of ``after`` not in ``kept``; a positional one that went before a kept
     positional parameter carries its index (every later argument of a caller moves with it, so
     it must be inserted there, never appended)."""
-    positional = [p for p in after if p.kind in ("positional-only", "positional")]
+    positional = [p for p in after if p.kind in POSITIONAL_KINDS]
     last_kept = max((i for i, p in enumerate(positional) if p.name in kept), default=-1)
     where = {p.name: i for i, p in enumerate(positional) if i < last_kept}
     return tuple(replace(p, position=where.get(p.name)) for p in after if p.name not in kept)
@@ -177,8 +227,11 @@ def class_methods(node: ast.ClassDef) -> dict[str, Function]:
     return {s.name: s for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
-def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[MethodEdit]:
-    """The edits of a class that concern method ``focus`` (its name after the commit).
+def class_edits(
+    before: ast.ClassDef, after: ast.ClassDef, focus: str, source: str | None = None
+) -> list[MethodEdit]:
+    """The edits of a class that concern method ``focus`` (its name after the commit);
+    ``source``: the text ``after`` was parsed from.
 
     A method ``focus`` that appeared is a rename when exactly one method disappeared, or when
     one of several that did has the same body; or, when none disappeared, when exactly one
@@ -191,15 +244,15 @@ def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[M
     if target is None:
         return []
     if focus in old_methods:
-        edit = method_edit(old_methods[focus], target)
-        has_change = edit.added or edit.removed or edit.changed
+        edit = method_edit(old_methods[focus], target, source)
+        has_change = edit.added or edit.removed or edit.changed or edit.order
         return [edit] if has_change else []
     gone = [old_methods[name] for name in old_methods if name not in new_methods]
     if len(gone) > 1:
         same_body = [f for f in gone if _body_code(f) == _body_code(target)]
         gone = same_body if len(same_body) == 1 else []
     if gone:
-        return [method_edit(gone[0], target)]
+        return [method_edit(gone[0], target, source)]
     wrapped = [
         old_methods[name]
         for name in old_methods
@@ -208,5 +261,5 @@ def class_edits(before: ast.ClassDef, after: ast.ClassDef, focus: str) -> list[M
         and _body_code(new_methods[name]) != _body_code(target)
     ]
     if len(wrapped) == 1:
-        return [replace(method_edit(wrapped[0], target), old_kept=True)]
+        return [replace(method_edit(wrapped[0], target, source), old_kept=True)]
     return [method_edit(None, target)]

@@ -154,3 +154,19 @@ def test_inferred_contract_is_swept(tmp_path: Path) -> None:
     assert [(v.kind, v.class_qualname) for v in report.violations] == [
         ("forbidden-override", "impl.Fast")
     ]
+
+
+def test_bases_in_namespace_packages_resolve_by_their_import_names(tmp_path: Path) -> None:
+    # PEP 420 packages (no __init__.py): imported as ``workers.base`` from the root, or as
+    # ``app.specs`` from a src/ layout.
+    root = _tree(tmp_path, {
+        "workers/base.py": BASE,
+        "workers/mtp.py": "from workers.base import SpecWorkerBase\n\nclass MTP(SpecWorkerBase):\n    pass\n",
+        "src/app/specs.py": "class Spec:\n    pass\n",
+    })  # fmt: skip
+    index = RepoIndex(root)
+    for rel in index.files:
+        index.parse(rel)
+    for dotted, rel in (("workers.base.SpecWorkerBase", "workers/base.py"),
+                        ("app.specs.Spec", "src/app/specs.py")):  # fmt: skip
+        assert index.classes[index.canonical(dotted)][0] == rel

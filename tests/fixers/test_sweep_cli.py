@@ -105,3 +105,21 @@ def test_text_output_prints_locations_verbatim(tree: Path) -> None:
     proc = _cli("sweep", str(tree))
     assert proc.returncode == 1, proc.stderr
     assert "pkg/workers/late.py:100: forbidden-override" in proc.stdout
+
+
+def test_fix_exits_4_when_the_log_names_a_break_it_leaves_for_a_human(tmp_path: Path) -> None:
+    from tests.fixers.learned import history_repos as repos
+
+    line = (
+        "TypeError: Can't instantiate abstract class SmsNotifier without an implementation "
+        "for abstract method 'send'"
+    )
+    log = repos.failure_log(tmp_path / "failure.log", line)
+    fixable = repos.notifiers_repo(tmp_path / "fixable", new="body, title")
+    proc = _cli("fix", str(fixable), "--log", str(log), "--no-import-check", "--explain")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fixed: SmsNotifier (notifiers/sms.py)" in proc.stdout
+    renamed = repos.notifiers_repo(tmp_path / "renamed", new="body, title", missed="subject, text")
+    proc = _cli("fix", str(renamed), "--log", str(log), "--no-import-check", "--explain")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "reported: SmsNotifier (notifiers/sms.py): its notify does not take body" in proc.stdout

@@ -370,3 +370,122 @@ def upgraded_plugins_repo(path: Path, *, venv: bool = True) -> Path:
     if venv:
         plugkit_library(repo / ".venv/lib/python3.12/site-packages")
     return repo
+
+
+def notifiers_repo(path: Path, *, new: str, missed: str = "title, body") -> Path:
+    """The reorder shape: Notifier.notify(title, body) became send(``new``) (its parameters
+    reordered, re-defaulted or both) in one commit that migrated Mail and Slack; SmsNotifier,
+    defined as ``notify(self, {missed})``, was missed."""
+    repo = new_repo(path)
+    base = """
+        import abc
+
+
+        class Notifier(abc.ABC):
+            @abc.abstractmethod
+            def {method}(self, {params}): ...
+        """
+    notifier = """
+        from notifiers.base import Notifier
+
+
+        class {cls}(Notifier):
+            def {method}(self, {params}):
+                return "{cls}"
+        """
+    names = {"mail": "MailNotifier", "slack": "SlackNotifier", "sms": "SmsNotifier"}
+    files = {"notifiers/__init__.py": "",
+             "notifiers/base.py": base.format(method="notify", params="title, body")}  # fmt: skip
+    for short, cls in names.items():
+        params = missed if short == "sms" else "title, body"
+        files[f"notifiers/{short}.py"] = notifier.format(cls=cls, method="notify", params=params)
+    commit(repo, "notifiers", files)
+    files = {"notifiers/base.py": base.format(method="send", params=new)}
+    for short, cls in names.items():
+        if short != "sms":
+            files[f"notifiers/{short}.py"] = notifier.format(cls=cls, method="send", params=new)
+    commit(repo, "Notifier.notify becomes send", files)
+    return repo
+
+
+def counters_repo(path: Path, *, base_takes_it: bool) -> Path:
+    """A keyword passed from another module (limits 4e1d2d0's shape): strategies.py starts to
+    call ``storage.incr(key, amount=amount)``; the base's abstract ``incr`` takes ``amount: int
+    = 1`` (``base_takes_it``) or is left as it was; Memory and Redis storages migrated, Disk
+    missed."""
+    repo = new_repo(path)
+    base = """
+        import abc
+
+
+        class Storage(abc.ABC):
+            @abc.abstractmethod
+            def incr(self, key: str{extra}) -> int: ...
+        """
+    storage = """
+        from counters.base import Storage
+
+
+        class {cls}(Storage):
+            def incr(self, key{extra}):
+                return 1
+        """
+    strategy = "def hit(storage, key, amount=1):\n    return storage.incr(key{call})\n"
+    names = {"memory": "MemoryStorage", "redis": "RedisStorage", "disk": "DiskStorage"}
+    files = {"counters/__init__.py": "", "counters/base.py": base.format(extra=""),
+             "counters/strategies.py": strategy.format(call="")}  # fmt: skip
+    for short, cls in names.items():
+        files[f"counters/{short}.py"] = storage.format(cls=cls, extra="")
+    commit(repo, "counters", files)
+    files = {"counters/strategies.py": strategy.format(call=", amount=amount")}
+    if base_takes_it:
+        files["counters/base.py"] = base.format(extra=", amount: int = 1")
+    for short, cls in names.items():
+        if short != "disk":
+            files[f"counters/{short}.py"] = storage.format(cls=cls, extra=", amount: int = 1")
+    commit(repo, "Hit by an amount", files)
+    return repo
+
+
+def fields_repo(path: Path) -> Path:
+    """An old interface above the base (marshmallow 7fd334bf's shape): FieldABC declares
+    ``_deserialize``; Field, below it, calls ``self._deserialize`` and starts to pass
+    ``partial=``; Integer and String migrated, Email missed."""
+    repo = new_repo(path)
+    interface = """
+        class FieldABC:
+            def _deserialize(self, value):
+                raise NotImplementedError
+        """
+    field = """
+        from fields.abc import FieldABC
+
+
+        class Field(FieldABC):
+            def deserialize(self, value, partial=False):
+                return self._deserialize(value{call})
+
+            def _deserialize(self, value{params}):
+                return value
+        """
+    custom = """
+        from fields.field import Field
+
+
+        class {cls}(Field):
+            def _deserialize(self, value{params}):
+                return {cls!r}
+        """
+    names = {"integer": "Integer", "string": "String", "email": "Email"}
+    files = {"fields/__init__.py": "", "fields/abc.py": interface,
+             "fields/field.py": field.format(call="", params="")}  # fmt: skip
+    for short, cls in names.items():
+        files[f"fields/{short}.py"] = custom.format(cls=cls, params="")
+    commit(repo, "fields", files)
+    params = ", *, partial=False"
+    files = {"fields/field.py": field.format(call=", partial=partial", params=params)}
+    for short, cls in names.items():
+        if short != "email":
+            files[f"fields/{short}.py"] = custom.format(cls=cls, params=params)
+    commit(repo, "Field passes partial to _deserialize", files)
+    return repo
