@@ -3,8 +3,9 @@
 * ``python = "/opt/venvs/proj/bin/python"``: an interpreter the operator prepared on the runner
   host with the target's dependencies;
 * ``environment = "uv"``: one built by uv from the target's requirements (``requirements =
-  [files]``, default ``requirements.txt``, else ``[project] dependencies`` of its
-  ``pyproject.toml``), cached by their hash under the runner's cache folder;
+  [files]``: requirement files or lock files; default its lock file — ``uv.lock``,
+  ``poetry.lock``, ``pylock.toml`` — else ``requirements.txt``, else ``[project] dependencies``
+  of its ``pyproject.toml``), cached by their hash under the runner's cache folder;
 * neither: repairbot's own interpreter (the embedded default, what the demo uses).
 
 Building runs no target code: every line must be a plain requirement (no ``-r``/``--index-url``
@@ -31,6 +32,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from uv import find_uv_bin
 
+from bot.runner.lock_files import LOCK_FILES, LockProblem, first_lock, is_lock_file, lock_pins
 from fixers.repo_paths import FileRefused, read_repo_file
 
 BUILD_TIMEOUT_S = 900
@@ -64,13 +66,20 @@ def _verify_table(root: Path) -> dict[str, object]:
 def requirements_of(root: Path, files: list[str] | None) -> list[str]:
     """The target's requirements as plain requirement strings; refuses anything else."""
     lines: list[str] = []
-    names = files if files is not None else ["requirements.txt"]
+    lock = first_lock([name for name in LOCK_FILES if (root / name).is_file()])
+    names = files if files is not None else [lock or "requirements.txt"]
     found = [name for name in names if (root / name).is_file()]
     if files is not None and len(found) < len(files):
         missing = sorted(set(files) - set(found))
         raise EnvironmentProblem(f"[verify] requirements: no such file {', '.join(missing)}")
     for name in found:
         text = read_repo_file(root, name).decode("utf-8", errors="replace")
+        if is_lock_file(name):
+            try:
+                lines += lock_pins(name, text)
+            except LockProblem as exc:
+                raise EnvironmentProblem(str(exc)) from exc
+            continue
         lines += [line.split(" #", 1)[0].strip() for line in text.splitlines()]
     if not found:
         try:

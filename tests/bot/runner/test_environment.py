@@ -13,6 +13,11 @@ from fixers.sandbox import Limits
 from tests.bot.runner.conftest import OPS_FIXED, TinyRepo
 
 FAILED = ["tests/test_ops.py::test_add"]
+# A poetry 2 lock as poetry writes it (hashes left out): humanize pinned to an older release.
+POETRY_LOCK = (
+    '[[package]]\nname = "humanize"\nversion = "4.9.0"\noptional = false\n'
+    'python-versions = ">=3.8"\nfiles = []\n\n[metadata]\nlock-version = "2.1"\n'
+)
 # humanize is not in repairbot's own environment: the target's tests need theirs.
 NEEDS_HUMANIZE = (
     "import humanize\nfrom calc.ops import add\n\n\n"
@@ -47,6 +52,16 @@ def test_requirements_come_from_the_files_named_else_pyproject(tmp_path: Path) -
         requirements_of(tmp_path, ["missing.txt"])
 
 
+def test_a_lock_file_is_preferred_to_loose_requirements(tmp_path: Path) -> None:
+    _write(tmp_path, {"requirements.txt": "humanize>=4\n", "poetry.lock": POETRY_LOCK})
+    assert requirements_of(tmp_path, None) == ["humanize==4.9.0"]
+    assert requirements_of(tmp_path, ["requirements.txt"]) == ["humanize>=4"]
+    _write(tmp_path, {"poetry.lock": '[[package]]\nname = "h"\nversion = "1"\n'
+                      '[package.source]\ntype = "git"\nurl = "https://example.invalid/h"\n'})  # fmt: skip
+    with pytest.raises(EnvironmentProblem, match="h comes from a git source"):
+        requirements_of(tmp_path, None)
+
+
 def test_without_verify_the_verdict_names_repairbots_own_interpreter(tmp_path: Path) -> None:
     chosen = target_python(tmp_path, None)
     assert chosen.description.startswith("repairbot's own interpreter")
@@ -79,6 +94,27 @@ def test_a_target_with_its_own_dependency_verifies_in_a_uv_built_environment(
         should_cancel=lambda: False, environments=tmp_path / "envs",
     )  # fmt: skip
     assert again.verdict == "fixed" and again.environment == outcome.environment
+
+
+def test_a_target_with_a_lock_verifies_with_its_pinned_versions(
+    tiny_repo: TinyRepo, tmp_path: Path
+) -> None:
+    config = {
+        "tests/test_ops.py": NEEDS_HUMANIZE,
+        "requirements.txt": "humanize\n",  # loose: the lock's pin is what must be installed
+        "poetry.lock": POETRY_LOCK,
+        ".repairbot.toml": '[verify]\nenvironment = "uv"\n',
+    }
+    base = tiny_repo.commit(config, "the target locks humanize")
+    repo = TinyRepo(tiny_repo.path, base)
+    head = repo.commit({"calc/ops.py": OPS_FIXED})
+    plan = VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
+    outcome = verify(
+        plan, run_dir=tmp_path / "run", limits=Limits(timeout_s=300), reruns=0,
+        should_cancel=lambda: False, environments=tmp_path / "envs",
+    )  # fmt: skip
+    assert outcome.verdict == "fixed", outcome.problems
+    assert "humanize 4.9.0" in outcome.environment
 
 
 def test_the_same_target_in_repairbots_own_interpreter_cannot_import_it(
