@@ -8,6 +8,7 @@ reading the tree (through ``RepoIndex``) and the import subprocess.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -157,6 +158,7 @@ def fix(
     preload: Sequence[str] = DEFAULT_PRELOAD,
     held: Callable[[Violation], bool] | None = None,
     findings: Sequence[Finding] = (),
+    python: str = sys.executable,
 ) -> FixResult:
     """Sweep ``root``, plan and apply every fix in memory, and attach evidence to each change.
 
@@ -170,7 +172,8 @@ def fix(
     when one was started ahead for ``root`` (with the same ``sandbox``), else on one started
     here right after the sweep (importing at once those of ``preload`` that the files the sweep
     read import, the others once a module needs one), so that its interpreter warms up while
-    the codemods run. The server is closed either way.
+    the codemods run. The server is closed either way. ``python``: the interpreter the check
+    imports with (the target's own environment, when it has one; a ``server`` must run it).
     """
     clock = time.perf_counter()
     state = run_sweep(root, contracts, cache=cache, progress=progress)
@@ -185,7 +188,9 @@ def fix(
             # only once a module's import needed it.
             now = imported_of(preload, _imported(state))
             preload, later = now, [name for name in preload if name not in now]
-            server = start_server(root, sandbox=sandbox, preload=preload, later=later)
+            server = start_server(
+                root, python=python, sandbox=sandbox, preload=preload, later=later
+            )
         started = time.perf_counter() - clock
         result = fix_in_memory(root, state)
         result.held = kept_back
@@ -194,8 +199,9 @@ def fix(
         if imports and result.changes:
             clock = time.perf_counter()
             results = check_imports(
-                root, result.changes, sandbox=sandbox, server=server, preload=preload, later=later
-            )
+                root, result.changes, python=python, sandbox=sandbox, server=server,
+                preload=preload, later=later,
+            )  # fmt: skip
             server = None  # check_imports closed it
             result.seconds["import evidence"] = started + time.perf_counter() - clock
             attach_imports(result.changes, results)

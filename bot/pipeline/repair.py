@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from uuid import uuid4
@@ -41,6 +42,7 @@ from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.pipeline.untrusted_heads import reviewed_instead
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
+from bot.runner.environment import import_check_python
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
 from fixers.import_check import ImportServer
@@ -185,7 +187,17 @@ def _fix(
     held: Mapping[str, int],
 ) -> FixResult:
     """The run's contract swept and fixed in ``worktree``, or, for a learned run, its break
-    learned from the history and its misses fixed (``fixers.learned``)."""
+    learned from the history and its misses fixed (``fixers.learned``). The import check runs
+    in the target's own environment when its ``[verify]`` names one (the spare, warmed up in
+    repairbot's interpreter, is then let go)."""
+    python, problem = import_check_python(worktree, settings.environments_dir)
+    if problem:
+        log.warning(
+            "run %s: import check in repairbot's own interpreter: %s", context.run_id, problem
+        )
+    if python != sys.executable and server is not None:
+        server.close()
+        server = None
     return fix(
         worktree,
         [] if context.learned else [context.contract],
@@ -195,6 +207,7 @@ def _fix(
         server=server,
         preload=settings.import_preload,
         held=lambda v: violation_key(v) in held,
+        python=python,
     )
 
 

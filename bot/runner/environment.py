@@ -201,3 +201,13 @@ def target_python(root: Path, cache: Path | None) -> TargetPython:
     if environment is not None:
         raise EnvironmentProblem(f'[verify] environment must be "uv", got {environment!r}')
     return TargetPython(sys.executable, f"repairbot's own interpreter {sys.executable}")
+
+
+def import_check_python(root: Path, cache: Path | None) -> tuple[str, str]:
+    """The interpreter a fix to ``root`` is import-checked with: the one its verification runs
+    (``[verify]``), so a module importing the target's own dependencies is judged where they
+    are; repairbot's own, with the reason, when that environment cannot be had."""
+    try:
+        return target_python(root, cache).python, ""
+    except EnvironmentProblem as exc:
+        return sys.executable, f"the target's environment: {exc}"

@@ -3,13 +3,21 @@ requirements (from the package index, as in production), and what refuses to be 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from bot.runner.environment import EnvironmentProblem, requirements_of, target_python
+from bot.runner.environment import (
+    EnvironmentProblem,
+    import_check_python,
+    requirements_of,
+    target_python,
+)
 from bot.runner.verification import VerificationPlan, verify
-from fixers.sandbox import Limits
+from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.sandbox import Limits, sandbox_problem
+from fixers.sweep import fix
 from tests.bot.runner.conftest import OPS_FIXED, TinyRepo
 
 FAILED = ["tests/test_ops.py::test_add"]
@@ -131,3 +139,38 @@ def test_the_same_target_in_repairbots_own_interpreter_cannot_import_it(
     assert outcome.verdict != "fixed"
     assert outcome.environment.startswith("repairbot's own interpreter")
     assert "; pytest " in outcome.environment  # its versions, read inside the sandbox
+
+
+WORKER_NEEDING_HUMANIZE = (
+    "import humanize\n\nfrom pkg.base import SpecWorkerBase\n\n\n"
+    "class CountingWorker(SpecWorkerBase):\n"
+    "    def forward(self, *args, **kwargs):\n        return humanize.intcomma(len(args))\n"
+)
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+def test_a_fix_is_import_checked_in_the_targets_own_environment(tmp_path: Path) -> None:
+    golden = Path(__file__).parents[2] / "fixtures/sweep/golden/before/pkg/base.py"
+    root = _write(tmp_path / "repo", {
+        "pkg/__init__.py": "", "pkg/base.py": golden.read_text(),
+        "pkg/counting.py": WORKER_NEEDING_HUMANIZE,
+        "requirements.txt": "humanize\n", ".repairbot.toml": '[verify]\nenvironment = "uv"\n',
+    })  # fmt: skip
+    python, problem = import_check_python(root, tmp_path / "envs")
+    assert problem == "" and python.startswith(str(tmp_path / "envs"))
+    ours = fix(root, [SPEC_WORKER_CONTRACT])
+    theirs = fix(root, [SPEC_WORKER_CONTRACT], python=python)
+
+    def status(result: object) -> str:
+        [change] = [c for c in result.changes if c.path == "pkg/counting.py"]  # type: ignore[attr-defined]
+        return change.evidence.import_status
+
+    assert status(ours) == "unverified"  # humanize is not in repairbot's own interpreter
+    assert status(theirs) == "ok"
+
+
+def test_an_environment_that_cannot_be_had_falls_back_with_the_reason(tmp_path: Path) -> None:
+    _write(tmp_path, {"requirements.txt": "-r other.txt\n",
+                      ".repairbot.toml": '[verify]\nenvironment = "uv"\n'})  # fmt: skip
+    python, problem = import_check_python(tmp_path, tmp_path / "envs")
+    assert python == sys.executable and "refused" in problem
