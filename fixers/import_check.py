@@ -18,9 +18,7 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,6 +37,7 @@ from fixers.sandbox import (
     stop_isolated,
     wait_isolated,
 )
+from fixers.sandbox.run_dirs import RunDir, make_run_dir
 
 PROBE = Path(__file__).with_name("import_probe.py")
 # Importing a module should take seconds: these bound a hostile one (a fork bomb, a 20 GiB
@@ -50,6 +49,7 @@ PROBE_LIMITS = Limits(
     max_cpu_s=240,
     max_file_bytes=64 << 20,
 )
+RUN_DIR_PREFIX = "repairbot-import-probe-"
 MODULE_TIMEOUT_S = 60.0  # one module's import, within the overall limit
 # Imported once per server before any target code, from the interpreter's own paths: the
 # packages that ML code imports everywhere and that take seconds to import (a missing one is
@@ -70,7 +70,7 @@ class ImportServer:
     """
 
     seen_root: Path
-    run_dir: Path
+    lease: RunDir
     running: Running | None
     answers: int  # the read end of the server's answer pipe (-1 when not running)
     problem: str = ""
@@ -121,7 +121,12 @@ class ImportServer:
         if self.answers >= 0:
             os.close(self.answers)
             self.answers = -1
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.lease.release()
+
+    @property
+    def run_dir(self) -> Path:
+        """The server's run folder (its log and outputs)."""
+        return self.lease.path
 
 
 def start_server(
@@ -141,7 +146,8 @@ def start_server(
     ``problem`` says why (``check_imports`` reports it as the modules' detail).
     """
     seen_root = seen_root.absolute()  # bound and entered by path: never relative to the sandbox
-    run_dir = Path(tempfile.mkdtemp(prefix="repairbot-import-probe-"))
+    lease = make_run_dir(RUN_DIR_PREFIX)  # a killed maker's folders go with the next start
+    run_dir = lease.path
     options = dataclasses.replace(
         sandbox, readonly=(*sandbox.readonly, seen_root, PROBE), interpreters=(python,)
     )
@@ -162,10 +168,10 @@ def start_server(
         )
     except (SandboxUnavailable, OSError) as exc:
         os.close(read_end)
-        return ImportServer(seen_root, run_dir, None, -1, str(exc))
+        return ImportServer(seen_root, lease, None, -1, str(exc))
     finally:
         os.close(write_end)
-    return ImportServer(seen_root, run_dir, running, read_end)
+    return ImportServer(seen_root, lease, running, read_end)
 
 
 def probe_request(
