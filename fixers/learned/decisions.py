@@ -4,10 +4,10 @@ each with its reason. A rename or new-parameter rule applies to a class that sti
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 
 from fixers.index import Hierarchy, Member, RepoIndex
+from fixers.learned.body_notes import body_caveat
 from fixers.learned.learning import Decision, Learning, Outcome
 from fixers.learned.lookup import arg_names, class_function, in_test_dir
 from fixers.learned.policy import Policy
@@ -100,36 +100,17 @@ class SubclassDecider:
             stub=stub,
             stub_imports=why.imports if isinstance(why, StubSignature) else (),
         )
-        caveat = "" if stub else self._forwarding_caveat(rule, member)
+        caveat = "" if stub else self._body_caveat(rule, member)
         return Decision(facts.qualname, member.rel, "fixed", violation.detail + caveat), violation
 
-    def _forwarding_caveat(self, rule: MigrationRule, member: Member) -> str:
-        """A note when the migrated method hands its arguments to ``super()`` without the new
-        ones: the signature is fixed, the body (never learned) may need them passed on."""
+    def _body_caveat(self, rule: MigrationRule, member: Member) -> str:
+        """What the migrated method's body may still need (``fixers.learned.body_notes``)."""
         added = [p.name for p in rule.added if p.kind not in ("var-positional", "var-keyword")]
         old = rule.old_name or rule.method
         function = class_function(self.index, member, old)
         if not added or function is None:
             return ""
-        for call in ast.walk(function):
-            if not (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == old
-                and isinstance(call.func.value, ast.Call)
-                and isinstance(call.func.value.func, ast.Name)
-                and call.func.value.func.id == "super"
-            ):
-                continue
-            passed = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
-            passed |= {k.arg for k in call.keywords if k.arg is not None}
-            dropped = [name for name in added if name not in passed]
-            if dropped and not any(k.arg is None for k in call.keywords):
-                return (
-                    f"; note: its super().{old}(...) call does not pass {', '.join(dropped)} "
-                    "on (bodies are not learned: check whether it should)"
-                )
-        return ""
+        return body_caveat(function, old, added, dict(rule.uses), len(rule.examples))
 
     @staticmethod
     def _inherits(hierarchy: Hierarchy, member: Member, method: str) -> bool:
@@ -199,7 +180,7 @@ class SubclassDecider:
                 if learning.rule is not None and learning.rule.examples
                 else "a body is not something a signature determines"
             )
-            return "reported", f"production class missing a new abstract method: {why} ({words})"
+            return "reported", f"production class missing an abstract method: {why} ({words})"
         function: Function | None = None
         if learning.installed is not None:
             function = learning.installed.function

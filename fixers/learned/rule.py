@@ -56,6 +56,7 @@ class MigrationRule:
     examples: tuple[Example, ...]
     origin: str = ""  # a rule with no examples: where it comes from (default: a pin)
     order: tuple[str, ...] = ()  # the kept positional parameters' new order, when it changed
+    uses: tuple[tuple[str, int], ...] = ()  # added parameters: how many siblings' bodies read each
 
     @property
     def commits(self) -> tuple[CommitRef, ...]:
@@ -141,6 +142,7 @@ def learn_rule(base: str, method: str, examples: Sequence[Example]) -> Migration
         changed=_agreed([e.edit.changed for e in examples]),
         examples=tuple(examples),
         order=first.order,
+        uses=tuple((p.name, sum(p.name in e.edit.used for e in examples)) for p in first.added),
     )
 
 

@@ -75,6 +75,8 @@ class MethodEdit:
     # The kept positional parameters in their new order, when the commit reordered them (every
     # positional caller's arguments move with them); empty when their order stayed.
     order: tuple[str, ...] = ()
+    # The added parameters the new body reads: evidence for the note on a body that does not.
+    used: tuple[str, ...] = ()
 
     @property
     def signature_key(self) -> tuple[object, ...]:
@@ -102,14 +104,21 @@ class MethodEdit:
         if self.removed:
             parts.append("drop " + ", ".join(self.removed))
         if self.changed:
-            parts.append("change " + ", ".join(_shown(p) for p in self.changed))
+            parts += [f"{p.name} becomes {_shown(p)}" for p in self.changed]
         if self.order:
             parts.append(f"reorder to ({', '.join(self.order)})")
         return ", ".join(parts) or "no signature change"
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
 def _shown(param: Param) -> str:
-    where = f" as positional parameter {param.position + 1}" if param.position is not None else ""
+    where = ""
+    if param.position:  # an index among the positional parameters, ``self`` being 0
+        nth = param.position
+        ordinal = ORDINALS[nth - 1] if nth <= len(ORDINALS) else f"{nth}th"
+        where = f" as the {ordinal} parameter after self"
     return ("*, " if param.kind == "keyword-only" else "") + param.source() + where
 
 
@@ -195,7 +204,20 @@ def method_edit(
         ),
         body_changed=_body_code(old) != _body_code(new),
         order=reordered(params_of(old), params_of(new)),
+        used=tuple(
+            p.name for p in params_of(new) if p.name not in before and p.name in names_read(new)
+        ),
     )
+
+
+def names_read(function: Function) -> set[str]:
+    """The bare names the body of ``function`` reads (a parameter it uses)."""
+    return {
+        n.id
+        for stmt in function.body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
 
 
 POSITIONAL_KINDS = ("positional-only", "positional")

@@ -428,21 +428,23 @@ def counters_repo(path: Path, *, base_takes_it: bool) -> Path:
 
         class {cls}(Storage):
             def incr(self, key{extra}):
-                return 1
+                return {ret}
         """
     strategy = "def hit(storage, key, amount=1):\n    return storage.incr(key{call})\n"
     names = {"memory": "MemoryStorage", "redis": "RedisStorage", "disk": "DiskStorage"}
     files = {"counters/__init__.py": "", "counters/base.py": base.format(extra=""),
              "counters/strategies.py": strategy.format(call="")}  # fmt: skip
     for short, cls in names.items():
-        files[f"counters/{short}.py"] = storage.format(cls=cls, extra="")
+        files[f"counters/{short}.py"] = storage.format(cls=cls, extra="", ret=1)
     commit(repo, "counters", files)
     files = {"counters/strategies.py": strategy.format(call=", amount=amount")}
     if base_takes_it:
         files["counters/base.py"] = base.format(extra=", amount: int = 1")
     for short, cls in names.items():
         if short != "disk":
-            files[f"counters/{short}.py"] = storage.format(cls=cls, extra=", amount: int = 1")
+            files[f"counters/{short}.py"] = storage.format(
+                cls=cls, extra=", amount: int = 1", ret="amount"
+            )
     commit(repo, "Hit by an amount", files)
     return repo
 

@@ -462,7 +462,7 @@ def test_a_positional_parameter_the_siblings_put_first_is_inserted_there(tmp_pat
     result = _fix(repo, tmp_path, line)
     [learning] = result.learned
     assert learning.rule is not None, learning.problem
-    assert learning.rule.words().startswith("add view as positional parameter 2, as in")
+    assert learning.rule.words().startswith("add view as the first parameter after self, as in")
     assert _decisions(result)["MissedHandler"][0] == "fixed"
     [change] = result.changes
     assert "    def handle(self, view, args, kwargs):\n" in change.after
@@ -477,7 +477,7 @@ def test_siblings_that_put_a_positional_parameter_in_different_places_disagree(
     [learning] = result.learned
     assert learning.rule is None and result.changes == []
     assert "2 different ways" in learning.problem
-    assert any("as positional parameter 3" in e for e in learning.evidence)
+    assert any("as the second parameter after self" in e for e in learning.evidence)
 
 
 def test_siblings_that_already_take_an_added_star_kwargs_are_not_labelled_fixed(

@@ -145,6 +145,11 @@ def test_a_keyword_passed_from_another_module_is_traced_to_its_commit(
     assert learning.commit is not None and learning.commit.subject == "Hit by an amount"
     assert write_changes(repo, result) == ["counters/disk.py"]
     assert "def incr(self, key, amount: int = 1):" in (repo / "counters/disk.py").read_text()
+    [disk] = [d for d in learning.decisions if d.class_name == "DiskStorage"]
+    assert disk.reason.endswith(
+        "; note: the siblings' bodies use amount (2 of 2), its body does not (bodies are not "
+        "learned: check whether it should)"
+    )
 
 
 def test_the_base_is_the_class_that_makes_the_call_not_an_interface_above_it(
