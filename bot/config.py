@@ -12,12 +12,7 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.config_values import (
-    COMMAND_PREFIX,
-    check_queue,
-    looks_like_placeholder,
-    sqlite_url,
-)
+from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, sqlite_url
 
 
 class Settings(BaseSettings):
@@ -37,6 +32,9 @@ class Settings(BaseSettings):
         default_factory=lambda: Path(platformdirs.user_cache_dir("repairbot")) / "environments",
         description="Targets' test environments ([verify] environment = \"uv\"); the user's cache",
     )
+    verify_images_dir: Path | None = None
+    """Container images a target may name in [verify] image: <name>.tar (docker save or OCI
+    archive; / and : in the name written as _) or an unpacked root filesystem folder."""
     database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
     broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
     github_webhook_secret: SecretStr = SecretStr("dev-webhook-secret")

@@ -50,6 +50,7 @@ class VerifyTable(_Table):
     python: Annotated[StrictStr, Field(pattern=r"^/")] | None = None
     environment: Literal["uv"] | None = None
     requirements: list[StrictStr] | None = None
+    image: StrictStr | None = None
 
 
 class FanOutTable(_Table):

@@ -248,6 +248,7 @@ def _verify_in_run_dir(
                 should_cancel=should_cancel,
                 sandbox=sandbox_options(settings),
                 environments=settings.environments_dir,
+                images=settings.verify_images_dir,
             )
             log = (run_dir / "verification.log").read_text(encoding="utf-8", errors="replace")
         except SandboxUnavailable as exc:  # refused, not failed: retrying cannot help

@@ -6,7 +6,10 @@
   [files]``: requirement files or lock files; default its lock file — ``uv.lock``,
   ``poetry.lock``, ``pylock.toml`` — else ``requirements.txt``, else ``[project] dependencies``
   of its ``pyproject.toml``), cached by their hash under the runner's cache folder;
-* neither: repairbot's own interpreter (the embedded default, what the demo uses).
+* ``image = "name"``: a container image this runner holds (``bot.runner.images``); its root
+  filesystem becomes the sandbox's system view and its Python (or ``python``, a path inside
+  it) runs the tests;
+* none: repairbot's own interpreter (the embedded default, what the demo uses).
 
 Building runs no target code: every line must be a plain requirement (no ``-r``/``--index-url``
 options, no URLs or paths), and uv installs wheels only (``--only-binary :all:``), which
@@ -32,6 +35,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from uv import find_uv_bin
 
+from bot.runner.images import ImageProblem, image_python, image_root
 from bot.runner.lock_files import LOCK_FILES, LockProblem, first_lock, is_lock_file, lock_pins
 from fixers.repo_paths import FileRefused, read_repo_file
 
@@ -52,6 +56,7 @@ class TargetPython:
     python: str
     description: str
     requirements: tuple[str, ...] = ()
+    image_root: Path | None = None  # a container image's root filesystem: python is inside it
 
 
 def _verify_table(root: Path) -> dict[str, object]:
@@ -177,10 +182,25 @@ def build_uv_environment(cache: Path, requirements: list[str]) -> Path:
     return python
 
 
-def target_python(root: Path, cache: Path | None) -> TargetPython:
-    """The interpreter for ``root``'s tests, as its ``[verify]`` table says."""
+def _in_image(table: dict[str, object], images: Path | None, cache: Path | None) -> TargetPython:
+    name, python = table.get("image"), table.get("python")
+    if not isinstance(name, str) or table.get("environment") is not None:
+        raise EnvironmentProblem('[verify] image is a name, and excludes environment = "uv"')
+    try:
+        rootfs = image_root(images, name, cache)
+        inside = image_python(rootfs, python if isinstance(python, str) else None)
+    except ImageProblem as exc:
+        raise EnvironmentProblem(str(exc)) from exc
+    return TargetPython(inside, f"image {name}, {inside}", image_root=rootfs)
+
+
+def target_python(root: Path, cache: Path | None, images: Path | None = None) -> TargetPython:
+    """The interpreter for ``root``'s tests, as its ``[verify]`` table says (``images``: the
+    container images this runner holds)."""
     table = _verify_table(root)
     python, environment = table.get("python"), table.get("environment")
+    if table.get("image") is not None:
+        return _in_image(table, images, cache)
     if python is not None:
         if not isinstance(python, str) or not Path(python).is_absolute():
             raise EnvironmentProblem("[verify] python must be an absolute path")
@@ -207,6 +227,8 @@ def import_check_python(root: Path, cache: Path | None) -> tuple[str, str]:
     """The interpreter a fix to ``root`` is import-checked with: the one its verification runs
     (``[verify]``), so a module importing the target's own dependencies is judged where they
     are; repairbot's own, with the reason, when that environment cannot be had."""
+    if _verify_table(root).get("image") is not None:
+        return sys.executable, "the target's image runs only on the verification runner"
     try:
         return target_python(root, cache).python, ""
     except EnvironmentProblem as exc:

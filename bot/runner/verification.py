@@ -129,9 +129,11 @@ def verify(
     extra_env: Mapping[str, str] | None = None,
     sandbox: SandboxOptions = STRICT,
     environments: Path | None = None,
+    images: Path | None = None,
 ) -> VerificationOutcome:
     """Run the selected tests at the base and at the fix head, and compare. ``python``: the
-    interpreter; None: the target's own (``[verify]``, built ones cached in ``environments``).
+    interpreter; None: the target's own (``[verify]``, built ones cached in ``environments``,
+    container images from ``images``).
     Raises ``fixers.sandbox.SandboxUnavailable`` (before running anything) when target code
     cannot be sandboxed and ``sandbox`` does not allow running it unconfined."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -141,12 +143,14 @@ def verify(
         fresh_worktree(plan.repo, after_tree, plan.head_sha)
         fresh_worktree(plan.repo, before_tree, plan.base_sha)
         selection = select_tests(after_tree, changed=plan.changed_files, failed=plan.failed_tests)
-        chosen = _chosen_python(after_tree, python, environments)
+        chosen = _chosen_python(after_tree, python, environments, images)
         if isinstance(chosen, str):
             return VerificationOutcome(
                 "not probed", socket.gethostname(), False, selection, problems=[chosen]
             )
         python = chosen.python
+        if chosen.image_root is not None:  # its system view, in place of the host's
+            sandbox = dataclasses.replace(sandbox, system_root=chosen.image_root)
         device = probe_device(run_dir, python, log_path, sandbox)
         versions = probe_environment(run_dir, chosen, log_path, sandbox)
         outcome = VerificationOutcome(
@@ -201,12 +205,14 @@ def _run_phases(
     return phases[0], phases[1]
 
 
-def _chosen_python(tree: Path, python: str | None, environments: Path | None) -> TargetPython | str:
+def _chosen_python(
+    tree: Path, python: str | None, environments: Path | None, images: Path | None
+) -> TargetPython | str:
     """The caller's interpreter, else the target's own (``[verify]``); or why there is none."""
     if python is not None:
         return TargetPython(python, f"{python} (chosen by the caller)")
     try:
-        return target_python(tree, environments)
+        return target_python(tree, environments, images)
     except EnvironmentProblem as exc:
         return f"the target's environment: {exc}"
 

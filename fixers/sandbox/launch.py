@@ -33,6 +33,7 @@ from fixers.sandbox.view import (
     SandboxOptions,
     View,
     gpu_devices,
+    host_driver_libraries,
     inner_argv,
     interpreter_roots,
     outer_argv,
@@ -140,19 +141,18 @@ def build_view(*, cwd: Path, run_dir: Path, log_path: Path, options: SandboxOpti
     ``command`` only names what runs: it never adds a path to the view.
     """
     devices = gpu_devices() if options.gpu_devices else ()
+    image = options.system_root.resolve() if options.system_root is not None else None
+    readonly = [*interpreter_roots(options.interpreters), *options.readonly]
     return View(
         cwd=cwd.resolve(),
         writable=(run_dir.resolve(),),
-        readonly=tuple(
-            [
-                *interpreter_roots(options.interpreters),
-                *(p.resolve() for p in options.readonly if p.exists()),
-            ]
-        ),
+        readonly=tuple(p.resolve() for p in readonly if p.exists()),
         protected=(log_path.resolve(),),
         hidden=tuple(p.resolve() for p in options.hidden),
         devices=devices,
         system=(Path("/sys"),) if devices else (),  # CUDA reads the PCI topology
+        image=image,
+        driver_libs=host_driver_libraries() if devices and image is not None else (),
     )
 
 

@@ -34,6 +34,17 @@ ETC_FILES = (
     "/etc/hosts",
 )
 GPU_DEVICE_GLOB = "nvidia*"
+# An image's CUDA libraries need the host's driver (its version matches the kernel module):
+# these are bound read-only into DRIVER_DIR, which the image's LD_LIBRARY_PATH names.
+DRIVER_LIB_GLOBS = ("libcuda.so*", "libnvidia-*.so*", "libcudadebugger.so*")
+HOST_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64")
+DRIVER_DIR = "/run/host-driver"
+# Top-level folders of an image that are never bound: the sandbox makes its own (/proc, /dev,
+# /tmp), and nothing of a home, mount point or boot folder is needed to run tests.
+IMAGE_SKIPPED = frozenset(
+    {"proc", "dev", "sys", "tmp", "run", "home", "root", "mnt", "media", "boot", "srv",
+     "lost+found"}
+)  # fmt: skip
 TMPFS_BYTES = 1 << 30  # each of the private /tmp and /dev/shm
 
 
@@ -46,6 +57,7 @@ class SandboxOptions:
     hidden: tuple[Path, ...] = ()  # never visible, even under a visible path (the data dir)
     readonly: tuple[Path, ...] = ()  # extra read-only paths (the repository an import probe reads)
     gpu_devices: bool = True  # expose /dev/nvidia* (and /sys, read-only) when present
+    system_root: Path | None = None  # a container image's root filesystem instead of the host's
 
 
 STRICT = SandboxOptions()  # the default everywhere: no unconfined fallback, GPU nodes if present
@@ -62,6 +74,8 @@ class View:
     hidden: tuple[Path, ...] = ()
     devices: tuple[Path, ...] = ()
     system: tuple[Path, ...] = field(default_factory=tuple)
+    image: Path | None = None  # the system view comes from this root filesystem, not the host
+    driver_libs: tuple[Path, ...] = ()  # the host's GPU driver libraries, bound into DRIVER_DIR
 
 
 def _existing(paths: Iterable[str | Path]) -> list[Path]:
@@ -119,6 +133,44 @@ def interpreter_roots(interpreters: Sequence[str]) -> list[Path]:
             roots += _venv_roots(Path(python))
     resolved = [p.resolve() for p in _existing(roots)]
     return [p for p in outermost(resolved) if not p.is_relative_to("/usr")]
+
+
+def host_driver_libraries(dirs: Sequence[str] = HOST_LIB_DIRS) -> tuple[Path, ...]:
+    """The GPU driver's user-space libraries on this host (none on a CPU machine)."""
+    found = [p for d in dirs for g in DRIVER_LIB_GLOBS for p in sorted(Path(d).glob(g))]
+    return tuple(dict.fromkeys(p for p in found if p.is_file()))
+
+
+def _host_system() -> list[str]:
+    argv: list[str] = []
+    for path in SYSTEM_DIRS:
+        argv += ["--ro-bind", path, path]
+    for link in _existing(MERGED_USR):
+        if link.is_symlink():
+            argv += ["--symlink", str(link.readlink()), str(link)]
+        else:
+            argv += ["--ro-bind", str(link), str(link)]
+    for etc in _existing(ETC_FILES):
+        argv += ["--ro-bind", str(etc), str(etc)]
+    return argv
+
+
+def _image_system(root: Path, driver_libs: Sequence[Path]) -> list[str]:
+    """The image's top-level folders (read-only) and links in place of the host's, and the
+    host's driver libraries in ``DRIVER_DIR``."""
+    argv: list[str] = []
+    for entry in sorted(root.iterdir()):
+        if entry.name in IMAGE_SKIPPED:
+            continue
+        if entry.is_symlink():
+            argv += ["--symlink", str(entry.readlink()), f"/{entry.name}"]
+        elif entry.is_dir():
+            argv += ["--ro-bind", str(entry), f"/{entry.name}"]
+    for lib in driver_libs:
+        argv += ["--ro-bind", str(lib), f"{DRIVER_DIR}/{lib.name}"]
+    if driver_libs:
+        argv += ["--setenv", "LD_LIBRARY_PATH", DRIVER_DIR]
+    return argv
 
 
 def gpu_devices(dev: Path = Path("/dev")) -> tuple[Path, ...]:
@@ -182,15 +234,7 @@ def inner_argv(bwrap: str, command: Sequence[str], view: View) -> list[str]:
         "--hostname",
         "sandbox",
     ]
-    for path in SYSTEM_DIRS:
-        argv += ["--ro-bind", path, path]
-    for link in _existing(MERGED_USR):
-        if link.is_symlink():
-            argv += ["--symlink", str(link.readlink()), str(link)]
-        else:
-            argv += ["--ro-bind", str(link), str(link)]
-    for etc in _existing(ETC_FILES):
-        argv += ["--ro-bind", str(etc), str(etc)]
+    argv += _host_system() if view.image is None else _image_system(view.image, view.driver_libs)
     # tmpfs lives in RAM and no rlimit counts it: sized, so filling /tmp cannot exhaust the host.
     size = str(TMPFS_BYTES)
     argv += ["--proc", "/proc", "--dev", "/dev"]
@@ -221,6 +265,7 @@ def outer_argv(bwrap: str, setpriv: str, view: View, uid: int, gid: int) -> list
     # every process below it, whatever the inner sandbox did with its parent-death signal.
     argv = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent"]
     sources = [*view.readonly, *view.writable, *view.protected, view.cwd]
+    sources += [view.image] if view.image is not None else []
     blocked: dict[Path, list[Path]] = {}
     for source in outermost(sources):
         top = blocked_ancestor(source, uid, gid, lambda p: p.lstat())
