@@ -77,7 +77,7 @@ def make_log(path: Path, size_mb: int, style: str = "actions") -> None:
 
 def ere_patterns() -> list[str]:
     """The classifier's signature patterns, translated from Python syntax to POSIX ERE."""
-    from fixers.signatures import builtin_signatures
+    from fixers.classify.signatures import builtin_signatures
 
     translated = []
     for signature in builtin_signatures():
@@ -105,7 +105,7 @@ def peak_rss_bytes() -> int:
 
 def child(log: Path) -> None:
     """The measured work: stream, classify, count findings."""
-    from fixers.classify import classify_report
+    from fixers.classify.root_causes import classify_report
     from fixers.intake import read_report
 
     start = time.perf_counter()

@@ -29,8 +29,8 @@ from bench.service import free_port, percentile
 from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
 from bot.git import commit_all
 from bot.pipeline.stage_times import parse_stage_seconds
-from fixers.contracts import SPEC_WORKER_CONTRACT
-from fixers.sweep import fix, write_changes
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
+from fixers.sweep.run import fix, write_changes
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -34,15 +34,15 @@ from rich.progress import Progress
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fixers.classify import classify_failures
-from fixers.contracts import Contract
-from fixers.failures import Failure, Finding
-from fixers.index import RepoIndex
+from fixers.classify.failures import Failure, Finding
+from fixers.classify.root_causes import classify_failures
+from fixers.contracts.model import Contract
 from fixers.learned.engine import MigrationEngine
 from fixers.learned.learning import Learning
 from fixers.learned.policy import Policy
-from fixers.outcome import FixResult
-from fixers.sweep import fix, run_sweep
+from fixers.sweep.index import RepoIndex
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix, run_sweep
 
 T = TypeVar("T")
 FILES, CLASSES, MISSED = 200, 500, 100

@@ -38,8 +38,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.pr_check import PrCheckTimings, pr_check_rows, time_pr_check
-from fixers.index import IndexCache
-from fixers.sweep import run_sweep
+from fixers.sweep.index import IndexCache
+from fixers.sweep.run import run_sweep
 
 PLANTED_FILES = 20
 

@@ -7,7 +7,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from fixers.input_rules import safe_name_problem
+from fixers.repo.input_rules import safe_name_problem
 
 COMMAND_PREFIX = re.compile(r"/[a-z0-9][a-z0-9-]{0,31}")
 PLACEHOLDER_SECRETS = frozenset(

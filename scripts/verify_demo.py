@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.cli.demo_target import build_target
 from bot.git import commit_all
 from bot.runner.verification import VerificationPlan, verify
-from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
 from fixers.sandbox import Limits
-from fixers.sweep import fix, write_changes
+from fixers.sweep.run import fix, write_changes
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
 Budgets (issue #16): a source module holds at most 400 lines and a function at most 60 (tests
 are exempt from both). A test file lives where the module it tests lives: the test of
 ``bot/api/webhooks.py`` is ``tests/bot/api/test_webhooks.py``; more test files of one module add
-an aspect after its name (``test_sweep_golden.py`` tests ``fixers/sweep.py``). Exempt: the
+an aspect after its name (``sweep/test_run_golden.py`` tests ``fixers/sweep/run.py``). Exempt: the
 end-to-end suite (it drives the whole service), shared fakes and fixtures, and the repository-wide
 rules at the top of ``tests/`` (this file among them).
 """
@@ -52,7 +52,7 @@ def test_every_function_is_within_the_line_budget() -> None:
 def mirrored_module(test_file: Path) -> Path | None:
     """The module or package a test file is named after, or None if there is none.
 
-    ``tests/fixers/test_sweep_golden.py`` → ``fixers/sweep.py``: the longest name in the
+    ``tests/fixers/sweep/test_run_golden.py`` → ``fixers/sweep/run.py``: the longest name in the
     mirrored folder that the test's name starts with (followed by nothing or ``_``).
     """
     relative = test_file.relative_to(ROOT / "tests")
@@ -93,7 +93,10 @@ def test_every_test_file_mirrors_a_module() -> None:
 
 
 def test_the_mirror_rule_finds_the_module_and_refuses_a_stray(tmp_path: Path) -> None:
-    assert mirrored_module(ROOT / "tests/fixers/test_sweep_golden.py") == ROOT / "fixers/sweep.py"
+    assert (
+        mirrored_module(ROOT / "tests/fixers/sweep/test_run_golden.py")
+        == ROOT / "fixers/sweep/run.py"
+    )
     assert mirrored_module(ROOT / "tests/bot/test_config.py") == ROOT / "bot/config.py"
     assert mirrored_module(ROOT / "tests/bot/test_nothing_here.py") is None
     assert mirrored_module(ROOT / "tests/bot/nowhere/test_config.py") is None

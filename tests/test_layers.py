@@ -61,7 +61,7 @@ BACK_EDGES = [
     ("bot/git.py", "bot.forges.base"),  # plumbing above a forge
     ("bot/db/models.py", "bot.queue.enqueue"),  # the database sending tasks
     ("bot/dashboard/detail.py", "bot.pipeline.repair"),  # the dashboard reads the db only
-    ("fixers/sweep.py", "bot.config"),  # the libraries never import the service
+    ("fixers/sweep/run.py", "bot.config"),  # the libraries never import the service
     ("runtime/engine.py", "bot.db.models"),
 ]
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "fixers", "runtime")
 ALLOWED = {
     ("fixers/sandbox/launch.py", "_spawn"): "THE launcher: bubblewrap, rlimits, timeouts",
-    ("fixers/import_probe.py", "_fork_child"): (
+    ("fixers/evidence/import_probe.py", "_fork_child"): (
         "the import server's child per module: runs only inside the sandbox the launcher started"
     ),
     ("bot/git.py", "git"): "git plumbing on our own checkouts; runs no repository code",
@@ -30,8 +30,8 @@ ALLOWED = {
         "bot/forges/github/mirror.py",
         "_git",
     ): "git fetch/push of our mirrors; runs no repository code",
-    ("fixers/repo_files.py", "_git_files"): "`git ls-files`: lists tracked files, runs nothing",
-    ("fixers/base_tree.py", "_git"): (
+    ("fixers/repo/files.py", "_git_files"): "`git ls-files`: lists tracked files, runs nothing",
+    ("fixers/check/base_tree.py", "_git"): (
         "git plumbing for `repairbot check`'s base: refs, and a base's *.py checked out into a "
         "throwaway repository (no hooks, no filter drivers); runs no repository code"
     ),

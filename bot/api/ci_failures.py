@@ -25,9 +25,9 @@ from bot.intake.ci_reports import (
     record_ci_reports,
 )
 from bot.intake.webhook_auth import could_be_valid, is_valid
-from fixers.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 from fixers.intake import FailureReport, Format, IntakeError, screen_report, screens_in_place
 from fixers.intake.analysis import json_schema as analysis_schema
+from fixers.repo.input_rules import MAX_SQL_INT, GitRefName, HttpLink
 
 router = APIRouter()
 

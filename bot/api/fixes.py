@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from bot.db.models import CiFailure, Fix, FixState, RepairRun, Verification
 from bot.db.request_scope import get_read_session
-from fixers.input_rules import MAX_SQL_INT
+from fixers.repo.input_rules import MAX_SQL_INT
 
 router = APIRouter(prefix="/api/v1")
 SessionDep = Annotated[Session, Depends(get_read_session)]

@@ -19,7 +19,7 @@ from bot.cli.check_output import CheckPrinter, visible
 from bot.cli.sweep_command import CONFIG_INVALID
 from bot.config import get_settings
 from bot.runner.sandbox import sandbox_options
-from fixers.base_tree import (
+from fixers.check.base_tree import (
     GitTreeError,
     WorkTree,
     changed_python_files,
@@ -28,9 +28,9 @@ from fixers.base_tree import (
     resolve_commit,
     work_tree,
 )
-from fixers.contracts import CONFIG_FILES
-from fixers.index import IndexCache
-from fixers.tree_check import FixOutcome, TreeCheck, check_tree, fix_introduced
+from fixers.check.tree_check import FixOutcome, TreeCheck, check_tree, fix_introduced
+from fixers.contracts.model import CONFIG_FILES
+from fixers.sweep.index import IndexCache
 
 
 def register(app: typer.Typer) -> None:

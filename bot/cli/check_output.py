@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fixers.outcome import Skip
-from fixers.tree_check import TreeCheck
-from fixers.violation_types import Violation
+from fixers.check.tree_check import TreeCheck
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from fixers.classify import classify_report
-from fixers.failures import Finding
-from fixers.findings_json import finding_to_dict
+from fixers.classify.failures import Finding
+from fixers.classify.findings_json import finding_to_dict
+from fixers.classify.root_causes import classify_report
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 _PROGRESS_FROM_BYTES = 16 << 20

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.cli.sweep_command import check_root
-from fixers.contracts import CONFIG_FILE, load_config
-from fixers.repo_paths import FileRefused, read_repo_file
-from fixers.repo_policy import parse_policy
+from fixers.contracts.model import CONFIG_FILE, load_config
+from fixers.repo.paths import FileRefused, read_repo_file
+from fixers.repo.policy import parse_policy
 
 
 def register(app: typer.Typer) -> None:

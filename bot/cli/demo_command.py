@@ -34,7 +34,7 @@ def demo(
     from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
     from bot.config import get_settings
     from bot.runner.sandbox import sandbox_options
-    from fixers.input_rules import MAX_SQL_INT
+    from fixers.repo.input_rules import MAX_SQL_INT
 
     console = Console(emoji=False)
     settings = get_settings()

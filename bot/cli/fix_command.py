@@ -18,11 +18,11 @@ from bot.cli.sweep_command import (
 )
 from bot.config import get_settings
 from bot.runner.sandbox import sandbox_options
-from fixers.contracts import Contract, contracts_from_findings
-from fixers.failures import Finding
+from fixers.classify.failures import Finding
+from fixers.contracts.model import Contract, contracts_from_findings
 from fixers.learned.breaks import LEARNING_FIXER
-from fixers.outcome import FixResult
-from fixers.sweep import fix, write_changes
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix, write_changes
 
 UNREPAIRED = 4  # the log names a break that is left for a human (reported with the reason)
 
@@ -34,7 +34,9 @@ def register(app: typer.Typer) -> None:
 
 def findings_of_log(log: Path, err: Console) -> list[Finding]:
     """The classified failures of ``log`` (exit 2, with the reason, when it cannot be read)."""
-    from fixers.classify import classify_file  # the classifier is only needed with --log
+    from fixers.classify.root_causes import (
+        classify_file,  # the classifier is only needed with --log
+    )
 
     try:
         return classify_file(log)

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from fixers.contracts import Contract, contract_from_option
-from fixers.outcome import SweepResult
-from fixers.sweep import Progress as ProgressCallback
-from fixers.sweep import run_sweep
+from fixers.contracts.model import Contract, contract_from_option
+from fixers.sweep.outcome import SweepResult
+from fixers.sweep.run import Progress as ProgressCallback
+from fixers.sweep.run import run_sweep
 
 PROGRESS_FROM_FILES = 500
 # Exit status when the configuration read is invalid (``repairbot config check`` says why).

@@ -59,8 +59,8 @@ from bot.forges.provenance import (
 from bot.git import commit_all, fresh_worktree, git, remove_worktree, resolve_commit
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
-from fixers.outcome import FixResult
-from fixers.sweep import fix, write_changes
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix, write_changes
 
 TRAILER = "Repairbot-Invocation"
 # Under the repair worktrees' prefix, so that the start-up prune removes what a crash left;

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from fixers.input_rules import http_url_problem
+from fixers.repo.input_rules import http_url_problem
 
 
 def http_link(url: str | None) -> str | None:

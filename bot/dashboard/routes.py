@@ -21,7 +21,7 @@ from bot.dashboard.render import page
 from bot.dashboard.stats import overview
 from bot.db.models import Verdict, utcnow
 from bot.db.request_scope import get_read_session
-from fixers.input_rules import MAX_SQL_INT
+from fixers.repo.input_rules import MAX_SQL_INT
 
 router = APIRouter(include_in_schema=False)
 SessionDep = Annotated[Session, Depends(get_read_session)]

@@ -18,19 +18,19 @@ from typing import Any
 
 from bot.db.inert_text import code_span
 from bot.db.models import CiFailure, RepairRun
-from fixers.contracts import Contract
-from fixers.failures import Finding, Frame
-from fixers.findings_json import finding_to_dict
-from fixers.introduced import identity
-from fixers.violation_types import Violation
+from fixers.check.introduced import identity
+from fixers.classify.failures import Finding, Frame
+from fixers.classify.findings_json import finding_to_dict
+from fixers.contracts.model import Contract
+from fixers.sweep.violation_types import Violation
 
 _CONTRACT_FIELDS = frozenset(f.name for f in fields(Contract))
 
 
 # ----- findings (reports.findings) ---------------------------------------------------------------
 def finding_to_row(finding: Finding) -> dict[str, Any]:
-    """A finding as stored: the shape of ``repairbot classify --json`` (``fixers.findings_json``),
-    frames as ``path:line``."""
+    """A finding as stored: the shape of ``repairbot classify --json``
+    (``fixers.classify.findings_json``), frames as ``path:line``."""
     return finding_to_dict(finding)
 
 
@@ -112,7 +112,7 @@ def contract_of(run: RepairRun) -> Contract | None:
 # ----- violations (fixes.violation_keys and fixes.violations) ------------------------------------
 def violation_key(violation: Violation) -> str:
     """A violation's identity across commits (line numbers move, these do not), as stored in
-    ``fixes.violation_keys`` (one definition: :func:`fixers.introduced.identity`)."""
+    ``fixes.violation_keys`` (one definition: :func:`fixers.check.introduced.identity`)."""
     return identity(violation)
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import Fix
 from bot.forges.pr_text import PullRequestText
-from fixers.contracts import Contract
+from fixers.contracts.model import Contract
 
 StatusState = Literal["pending", "success", "failure", "error"]
 

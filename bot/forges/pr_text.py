@@ -10,10 +10,10 @@ from pathlib import Path
 from bot.db.inert_text import code_span, comment_safe, link_text, visible
 from bot.db.rows import violation_lines
 from fixers.codemods.registry import codemod_versions
-from fixers.contracts import Contract
+from fixers.contracts.model import Contract
 from fixers.learned.rule import CommitRef, MigrationRule
-from fixers.outcome import FixResult
-from fixers.repo_paths import FileRefused, read_repo_file
+from fixers.repo.paths import FileRefused, read_repo_file
+from fixers.sweep.outcome import FixResult
 
 TEMPLATE_PATHS = (
     ".github/pull_request_template.md",

@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from bot.git import git, run_git
-from fixers.contracts import CONFIG_FILES
+from fixers.contracts.model import CONFIG_FILES
 
 # Branches the bot writes itself: never a trusted base, whatever the patterns say.
 FIX_BRANCH_PREFIX = "repairbot/"

@@ -1,5 +1,5 @@
 """Line arithmetic for review suggestions: hunks, class spans and placing merged-tree lines on the
-PR head (lines split and diffs written by ``fixers.unified_diff``).
+PR head (lines split and diffs written by ``fixers.sweep.unified_diff``).
 
 Pure: text in, numbers and text out. Lines are split on ``\\n`` only (``str.splitlines`` also
 splits on form feeds and ``\\u2028``, which git and GitHub do not), and compared without their

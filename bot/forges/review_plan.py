@@ -29,9 +29,9 @@ from bot.forges.review_lines import (
     newline_of,
     replaced,
 )
-from fixers.outcome import FileChange
-from fixers.unified_diff import CONTEXT, split_lines, unified_diff
-from fixers.violation_types import Violation
+from fixers.sweep.outcome import FileChange
+from fixers.sweep.unified_diff import CONTEXT, split_lines, unified_diff
+from fixers.sweep.violation_types import Violation
 
 SUGGESTED = frozenset({"rename", "stub", "learned"})
 PATCHED = frozenset({"snapshot", "pending-flag"})

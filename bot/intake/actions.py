@@ -19,9 +19,9 @@ from bot.config import Settings
 from bot.db.session import Reading, Writes
 from bot.forges.github.job_logs import LogRefused, download_job_log, job_json
 from bot.intake.ci_reports import ReportSource, fetch_report
-from fixers.input_rules import http_url_problem
 from fixers.intake import Format
-from fixers.stages import parse_stage
+from fixers.intake.stages import parse_stage
+from fixers.repo.input_rules import http_url_problem
 
 ACTIONS_APP = "github-actions"
 FAILED = ("failure", "timed_out")

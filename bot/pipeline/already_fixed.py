@@ -8,9 +8,9 @@ from uuid import uuid4
 
 from bot.db.rows import violation_key
 from bot.git import GitError, fresh_worktree, git, remove_worktree, resolve_commit
-from fixers.contracts import Contract
-from fixers.sweep import sweep
-from fixers.violation_types import Violation
+from fixers.contracts.model import Contract
+from fixers.sweep.run import sweep
+from fixers.sweep.violation_types import Violation
 
 
 def base_head(repo: Path, base_ref: str | None) -> str | None:

@@ -39,7 +39,7 @@ from bot.pipeline.contract_check_tree import WriteBudget
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from fixers.sweep import Progress
+from fixers.sweep.run import Progress
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from bot.pipeline.contract_check_sweep import (
     Unmergeable,
 )
 from bot.pipeline.contract_check_tree import WriteBudget
-from fixers.violation_types import Violation
+from fixers.sweep.violation_types import Violation
 
 CONTEXT = "repairbot/contracts"
 State = Literal["success", "failure", "error", "skipped"]
@@ -63,7 +63,7 @@ def _short(violation: Violation) -> str:
 def failure_description(introduced: Sequence[Violation]) -> str:
     """``N contract violation(s) introduced: Class (kind), …`` within GitHub's 140 characters.
 
-    >>> from fixers.violation_types import Violation
+    >>> from fixers.sweep.violation_types import Violation
     >>> v = Violation("forbidden-override", "spec-worker", "a.py", 3, "a.Bad", "", "rename")
     >>> failure_description([v])
     '1 contract violation introduced: Bad (forbidden-override)'

@@ -1,7 +1,7 @@
 """Which files of a git tree the sweep reads, and streaming their blobs out of the repository.
 
 Only what the sweep reads is ever written out: the Python files a directory walk lists
-(``fixers.repo_files``) and the root's ``.repairbot.toml`` and ``pyproject.toml``. Symlinks and
+(``fixers.repo.files``) and the root's ``.repairbot.toml`` and ``pyproject.toml``. Symlinks and
 submodules never are (a link in a tree under repair could point anywhere). Blobs come from one
 ``git cat-file --batch`` per batch; nothing from the tree runs (no checkout, no filter driver).
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import IO
 
 from bot.git import GitError, run_git
-from fixers.contracts import CONFIG_FILES
-from fixers.repo_files import SKIP_DIRS
-from fixers.repo_paths import name_problem
+from fixers.contracts.model import CONFIG_FILES
+from fixers.repo.files import SKIP_DIRS
+from fixers.repo.paths import name_problem
 
 REGULAR_MODES = frozenset({b"100644", b"100755"})
 _CHUNK = 1 << 20

@@ -23,13 +23,13 @@ from bot.pipeline.contract_check_tree import (
     WriteBudget,
     tree_of_repository,
 )
-from fixers.contracts import CONFIG_FILE, CONFIG_FILES
-from fixers.introduced import introduced
+from fixers.check.introduced import introduced
+from fixers.contracts.model import CONFIG_FILE, CONFIG_FILES
 from fixers.learned.history import History
 from fixers.learned.static_breaks import static_breaks
-from fixers.outcome import FileChange
-from fixers.sweep import Progress, fix_in_memory, learn_from, run_sweep
-from fixers.violation_types import Violation
+from fixers.sweep.outcome import FileChange
+from fixers.sweep.run import Progress, fix_in_memory, learn_from, run_sweep
+from fixers.sweep.violation_types import Violation
 
 # Exit 0 and the tree; exit 1, the tree and the conflicted paths; else git's error on stderr.
 MERGE_TREE = (

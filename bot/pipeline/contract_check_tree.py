@@ -10,9 +10,9 @@ so a check killed half way leaves a directory the next one rewrites in full.
 
 One check per repository at a time holds the directory (an ``flock`` on ``name.lock``, which
 the kernel releases when a holder dies). Warm cache: each written file's stat is recorded with
-its git blob id as its content digest, so the sweep (``fixers.index.RepoIndex``) re-reads no file
-it has seen, and the per-content results (names found, facts, parse trees, inferred contracts)
-and the base's violations per base tree stay in this process between checks.
+its git blob id as its content digest, so the sweep (``fixers.sweep.index.RepoIndex``) re-reads
+no file it has seen, and the per-content results (names found, facts, parse trees, inferred
+contracts) and the base's violations per base tree stay in this process between checks.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from bot.pipeline.contract_check_blobs import (
     skip_bytes,
     swept_blobs,
 )
-from fixers.contracts import CONFIG_FILES, load_config
-from fixers.index import IndexCache
-from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES
-from fixers.violation_types import Violation
+from fixers.contracts.model import CONFIG_FILES, load_config
+from fixers.repo.paths import DEFAULT_MAX_FILE_BYTES
+from fixers.sweep.index import IndexCache
+from fixers.sweep.violation_types import Violation
 
 
 class OverBudget(Exception):

@@ -36,8 +36,8 @@ from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.enqueue import enqueue_after_commit
-from fixers.contracts import BUILTIN_CONTRACTS, Contract, load_config
-from fixers.index import RepoIndex
+from fixers.contracts.model import BUILTIN_CONTRACTS, Contract, load_config
+from fixers.sweep.index import RepoIndex
 
 CHECKED_ACTIONS = frozenset({"opened", "synchronize", "reopened"})
 NO_COMMIT = "0" * 40

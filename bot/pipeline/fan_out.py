@@ -40,7 +40,7 @@ from bot.pipeline.trusted_config import config_text
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.enqueue import enqueue_after_commit
-from fixers.contracts import CONFIG_FILE, parse_config
+from fixers.contracts.model import CONFIG_FILE, parse_config
 
 _GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retried
 

@@ -1,8 +1,8 @@
 """A warm import check for the next repair attempt: its sandbox started before the attempt is.
 
-The import evidence (``fixers.import_check``) runs in a sandboxed interpreter that first imports
-the heavy packages (``torch``: seconds). So the repair worker keeps one *spare*: an import server
-started ahead, for no repository yet, whose sandbox sees one empty folder of ours read-only,
+The import evidence (``fixers.evidence.import_check``) runs in a sandboxed interpreter that first
+imports the heavy packages (``torch``: seconds). So the repair worker keeps one *spare*: an import
+server started ahead, for no repository yet, whose sandbox sees one empty folder of ours read-only,
 ``worktrees/spare-<token>``. An attempt claims it: the folder becomes the attempt's worktree
 (renamed to ``run-<id>-<token>``, so its lease and pruning are those of any worktree; the sandbox
 still sees it under its first name), the checkout fills it, and the server checks the fixed
@@ -34,7 +34,7 @@ from celery.signals import worker_process_shutdown
 from bot.config import Settings
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
-from fixers.import_check import ImportServer, start_server
+from fixers.evidence.import_check import ImportServer, start_server
 from fixers.sandbox import SandboxOptions
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 - A PR opted out (``bot.db.opt_outs``: its author's ``/repairbot opt-out`` or its label): the
   run ends ``opted_out`` before anything is fetched, and again right before a suggestion.
-- The repository's policy (``fixers.repo_policy``) is read from ``.repairbot.toml`` on the base
+- The repository's policy (``fixers.repo.policy``) is read from ``.repairbot.toml`` on the base
   branch (the trusted side; never the PR head, which could raise its own autonomy): switched
   off → ``opted_out``; autonomy ``report`` → ``reported`` after classification, nothing swept;
   ``opt_out_paths`` drop the violations under them from the fix, and the run says how many;
@@ -27,9 +27,9 @@ from bot.pipeline.repair_start import RunContext
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop
 from bot.pipeline.trusted_config import config_text
-from fixers.contracts import CONFIG_FILE, Contract
-from fixers.outcome import FixResult
-from fixers.repo_policy import Autonomy, RepoPolicy, parse_policy
+from fixers.contracts.model import CONFIG_FILE, Contract
+from fixers.repo.policy import Autonomy, RepoPolicy, parse_policy
+from fixers.sweep.outcome import FixResult
 
 _REASON_DIFF_CHARS = 20_000
 SUGGESTED_PATCH_CHARS = 60_000  # of the patch in a comment (GitHub takes 65,536 characters)

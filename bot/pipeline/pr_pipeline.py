@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bot.pipeline.already_fixed import violations_at
-from fixers.contracts import Contract
-from fixers.violation_types import Violation
+from fixers.contracts.model import Contract
+from fixers.sweep.violation_types import Violation
 
 
 def root_cause_there(violations: Iterable[Violation], classes: Iterable[str]) -> bool:

@@ -24,7 +24,7 @@ from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.publish import remaining_violations
 from bot.pipeline.fan_out import queue_refresh
 from bot.pipeline.merge_outcome import record_merge
-from fixers.contracts import Contract
+from fixers.contracts.model import Contract
 
 
 def our_fix(session: Session, event: PullRequestEvent) -> Fix | None:

@@ -45,10 +45,10 @@ from bot.queue.celery_app import app
 from bot.runner.environment import import_check_python
 from bot.runner.sandbox import sandbox_options
 from bot.runner.workdirs import leased
-from fixers.import_check import ImportServer
-from fixers.outcome import FixResult
-from fixers.repo_policy import Autonomy, RepoPolicy
-from fixers.sweep import fix
+from fixers.evidence.import_check import ImportServer
+from fixers.repo.policy import Autonomy, RepoPolicy
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix
 
 OUT_OF_MEMORY = "ran out of memory"
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def repair_in(
 
     ``server``: an import server started ahead whose sandbox sees ``worktree``; ``clock``
     collects the stages' seconds, which the ``swept`` and ``pr_opened`` reasons carry;
-    ``policy``: the repository's own switches (``fixers.repo_policy``; default: every default).
+    ``policy``: the repository's own switches (``fixers.repo.policy``; default: every default).
     """
     run_id, clock = context.run_id, clock or StageClock()
     held = held_keys(settings, target.name)  # suppressed violations, one by one

@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from fixers.contracts import Contract, contracts_from_findings
-from fixers.failures import Finding
+from fixers.classify.failures import Finding
+from fixers.classify.signatures import UNCLASSIFIED
+from fixers.contracts.model import Contract, contracts_from_findings
 from fixers.learned.breaks import LEARNING_FIXER, breaks_of
-from fixers.signatures import UNCLASSIFIED
 
 
 def contract_fixed(finding: Finding) -> bool:

@@ -13,8 +13,8 @@ from bot.db.session import session_scope
 from bot.forges.pr_text import TitleStyle, ticket_for
 from bot.pipeline.lost_runs import no_more_attempts
 from bot.pipeline.repair_plan import contract_fixed, fixable_tests
-from fixers.contracts import Contract
-from fixers.failures import Finding
+from fixers.classify.failures import Finding
+from fixers.contracts.model import Contract
 from fixers.learned.breaks import LEARNED_SOURCE, findings_of_break
 
 NO_CONTRACT = "the run names no contract to repair"

@@ -16,9 +16,9 @@ from bot.pipeline.repair_plan import branch_name, dedupe_key
 from bot.pipeline.repair_start import RunContext, title_style
 from bot.pipeline.repair_target import Target
 from bot.pipeline.run_state import Stop
-from fixers.contracts import Contract
-from fixers.outcome import FixResult
-from fixers.sweep import write_changes
+from fixers.contracts.model import Contract
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import write_changes
 
 _REASON_CHARS = 2000
 

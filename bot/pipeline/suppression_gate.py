@@ -27,7 +27,7 @@ from bot.db.suppressions import (
 )
 from bot.forges.base import Candidate
 from bot.pipeline.run_state import Stop
-from fixers.outcome import FixResult
+from fixers.sweep.outcome import FixResult
 
 REVERT_AUTHOR = "a revert on the base branch"
 

@@ -17,7 +17,7 @@ from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.enqueue import enqueue_after_commit
-from fixers.classify import classify_report
+from fixers.classify.root_causes import classify_report
 from fixers.intake import Format, read_report
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.git import run_git
-from fixers.contracts import CONFIG_FILE
+from fixers.contracts.model import CONFIG_FILE
 
 MAX_POLICY_BYTES = 256 * 1024
 

@@ -37,7 +37,7 @@ from uv import find_uv_bin
 
 from bot.runner.images import ImageProblem, image_python, image_root
 from bot.runner.lock_files import LOCK_FILES, LockProblem, first_lock, is_lock_file, lock_pins
-from fixers.repo_paths import FileRefused, read_repo_file
+from fixers.repo.paths import FileRefused, read_repo_file
 
 BUILD_TIMEOUT_S = 900
 MAX_REQUIREMENTS = 500

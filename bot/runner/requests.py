@@ -14,7 +14,7 @@ from bot.db.models import Fix, Verification, VerificationState, utcnow
 from bot.db.rows import findings_of
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
-from fixers.input_rules import safe_name_problem
+from fixers.repo.input_rules import safe_name_problem
 
 ACTIVE = (VerificationState.QUEUED.value, VerificationState.RUNNING.value)
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fixers.pyfacts import FactsError, parse_python, resolve_relative
-from fixers.repo_files import is_test_path, list_python_files, module_names
-from fixers.repo_paths import FileRefused, read_repo_file
+from fixers.repo.files import is_test_path, list_python_files, module_names
+from fixers.repo.paths import FileRefused, read_repo_file
+from fixers.sweep.pyfacts import FactsError, parse_python, resolve_relative
 
 TEST_DIRS = ("tests", "test", "testing")
 CONTRACT_MARKERS = ("SpecWorkerBase", "runtime.speculative")

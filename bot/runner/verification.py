@@ -151,15 +151,7 @@ def verify(
         python = chosen.python
         if chosen.image_root is not None:  # its system view, in place of the host's
             sandbox = dataclasses.replace(sandbox, system_root=chosen.image_root)
-        device = probe_device(run_dir, python, log_path, sandbox)
-        versions = probe_environment(run_dir, chosen, log_path, sandbox)
-        outcome = VerificationOutcome(
-            device=device,
-            host=socket.gethostname(),
-            on_requested_device=on_requested_device(device, plan.requested_queue),
-            selection=selection,
-            environment=f"{chosen.description} ({versions})",
-        )
+        outcome = _probed(plan, selection, chosen, run_dir, log_path, sandbox)
         env = clean_environment(run_dir, extra_env)
         contexts = [
             (name, PhaseContext(tree, run_dir, log_path, python, limits, reruns, should_cancel,
@@ -182,6 +174,26 @@ def verify(
     finally:
         remove_worktree(plan.repo, after_tree)
         remove_worktree(plan.repo, before_tree)
+
+
+def _probed(
+    plan: VerificationPlan,
+    selection: Selection,
+    chosen: TargetPython,
+    run_dir: Path,
+    log_path: Path,
+    sandbox: SandboxOptions,
+) -> VerificationOutcome:
+    """The outcome so far: the device and environment as the tests will see them."""
+    device = probe_device(run_dir, chosen.python, log_path, sandbox)
+    versions = probe_environment(run_dir, chosen, log_path, sandbox)
+    return VerificationOutcome(
+        device=device,
+        host=socket.gethostname(),
+        on_requested_device=on_requested_device(device, plan.requested_queue),
+        selection=selection,
+        environment=f"{chosen.description} ({versions})",
+    )
 
 
 def _run_phases(

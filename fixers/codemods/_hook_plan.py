@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from fixers.codemods.registry import PlanContext
 from fixers.codemods.rename_forbidden import RENAMED
-from fixers.fix_types import hook_annotations, type_checking_only
-from fixers.index import Hierarchy
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.fix_types import hook_annotations, type_checking_only
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 RESTORE_HOOK = "restore-hook"  # the plan mark: a step already overrides this class's hook
 

@@ -1,7 +1,7 @@
 """Give a test double the implementation hook it lacks, so it can be instantiated again.
 
 Adds, after the class's last method (or in place of a lone ``pass``/``...``), the hook with the
-base's own signature (``fixers.stub_types``: annotations the module can see, imports under
+base's own signature (``fixers.sweep.stub_types``: annotations the module can see, imports under
 ``if TYPE_CHECKING:`` for those it cannot), so the stub is a compatible override for mypy::
 
     def _forward_impl(self, input_ids: torch.Tensor) -> SampleState:
@@ -33,10 +33,10 @@ from fixers.codemods._common import (
 from fixers.codemods._type_imports import parse_imports, with_type_checking_imports
 from fixers.codemods.examples import Example
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
-from fixers.fix_types import base_method
-from fixers.index import Hierarchy
-from fixers.stub_types import stub_signature
-from fixers.violation_types import Violation
+from fixers.sweep.fix_types import base_method
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.stub_types import stub_signature
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Add a typed, documented implementation-hook stub to test doubles that lack one."
 GENERIC_PARAMS = "self, *args: object, **kwargs: object"

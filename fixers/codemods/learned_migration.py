@@ -24,10 +24,10 @@ from fixers.codemods._type_imports import parse_imports, with_type_checking_impo
 from fixers.codemods.examples import Example
 from fixers.codemods.parameter_edits import NotLearnable, edit_parameters
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
-from fixers.index import Hierarchy
 from fixers.learned.signature_edit import Param
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Apply the migration a contract commit made to its subclasses to the ones it missed."
 ParamSpec = Sequence[str | int | None]  # (name, kind, default, annotation[, position]): JSON

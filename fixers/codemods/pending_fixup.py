@@ -30,9 +30,9 @@ from fixers.codemods._hook_plan import claim_restore_hook, hook_options
 from fixers.codemods.examples import Example
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
 from fixers.codemods.snapshot_text import pending_hook_text
-from fixers.index import Hierarchy
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Guard a deferred in-place fix-up with a pending flag the restore hook honours."
 _EMPTY = cst.Module(body=[])

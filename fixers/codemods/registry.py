@@ -5,8 +5,8 @@ A module of the package is a codemod when it defines a module-level ``CODEMOD``,
 any other module without ``CODEMOD`` (``examples``, ``snapshot_text``, this one) is not a codemod.
 The declaration says which ``Violation.fix`` the codemod repairs, which violation kinds, which
 ``fixer`` name failure signatures use for it, and the function that turns a violation into a
-plan step. ``fixers.fix_plan`` looks fixes up here, ``fixers.signatures`` checks ``fixer``
-values here, and ``codemod_versions`` hashes each codemod's own source.
+plan step. ``fixers.sweep.fix_plan`` looks fixes up here, ``fixers.classify.signatures``
+checks ``fixer`` values here, and ``codemod_versions`` hashes each codemod's own source.
 
 Adding a codemod is one new module with its ``CODEMOD`` (and its examples, which are its tests).
 """
@@ -24,9 +24,9 @@ from types import ModuleType
 from libcst.codemod import Codemod, CodemodContext
 
 from fixers.codemods.examples import Example
-from fixers.index import Hierarchy, RepoIndex
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy, RepoIndex
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 CODEMOD_PACKAGE = "fixers.codemods"
 DECLARATION = "CODEMOD"

@@ -19,10 +19,10 @@ from libcst.codemod import CodemodContext
 from fixers.codemods._common import ClassTargetCommand, split_names
 from fixers.codemods.examples import Example
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
-from fixers.fix_types import class_method
-from fixers.index import Hierarchy
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.fix_types import class_method
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Rename a forbidden method override to the contract's implementation hook."
 RENAMED = "renamed"  # the plan mark: this class's forbidden method is now the hook

@@ -31,9 +31,9 @@ from fixers.codemods._hook_plan import claim_restore_hook, hook_options
 from fixers.codemods.examples import Example
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
 from fixers.codemods.snapshot_text import hook_text, statement_text
-from fixers.index import Hierarchy
-from fixers.outcome import Skip
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.outcome import Skip
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Snapshot transient metadata state on self and restore it in the restore hook."
 STATE_ATTR = "_spec_dec_extra_state"

@@ -10,7 +10,7 @@ from enum import StrEnum
 from io import BytesIO
 from typing import Any, BinaryIO
 
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
 from fixers.intake.analysis import FailureAnalysis, failures_from_analysis, parse_analysis
 from fixers.intake.console import CHUNK_BYTES, read_console
 from fixers.intake.errors import IntakeError

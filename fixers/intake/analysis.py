@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fixers.failures import Failure
-from fixers.input_rules import MAX_SQL_INT, SAFE_NAME, GitRefName, HttpLink, OneLine
+from fixers.classify.failures import Failure
 from fixers.intake.errors import IntakeError, describe_validation_error
-from fixers.stages import gpu_type_of
+from fixers.intake.stages import gpu_type_of
+from fixers.repo.input_rules import MAX_SQL_INT, SAFE_NAME, GitRefName, HttpLink, OneLine
 
 SCHEMA_ID = "https://repairbot.dev/schemas/failure-analysis.schema.json"
 

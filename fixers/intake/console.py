@@ -13,15 +13,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
+from fixers.classify.signatures import builtin_signatures
 from fixers.intake.anchors import Scanner, build_scanner
 from fixers.intake.capture import Capture
 from fixers.intake.lines import CleanLine, clean_block, clean_line
 from fixers.intake.log_errors import NO_FAILURE_NOTE, TAIL_BYTES, log_failure, tail_lines
 from fixers.intake.prefixes import Dialect, detect_dialects
-from fixers.signatures import builtin_signatures
-from fixers.stages import gpu_type_of
-from fixers.tracebacks import last_exception_line
+from fixers.intake.stages import gpu_type_of
+from fixers.intake.tracebacks import last_exception_line
 
 CHUNK_BYTES = 4 << 20
 MAX_FAILURES = 100_000

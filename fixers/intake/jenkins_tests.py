@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
 from fixers.intake.errors import IntakeError, describe_validation_error
+from fixers.intake.stages import gpu_type_of
 from fixers.intake.testids import node_id
-from fixers.stages import gpu_type_of
 
 FAILING_STATUSES = frozenset({"FAILED", "REGRESSION"})
 

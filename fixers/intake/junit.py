@@ -10,10 +10,10 @@ from xml.etree.ElementTree import Element
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, iterparse
 
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
 from fixers.intake.errors import IntakeError
+from fixers.intake.stages import gpu_type_of
 from fixers.intake.testids import node_id
-from fixers.stages import gpu_type_of
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 _OUTCOME_TAGS: dict[str, Outcome] = {"failure": "failed", "error": "error", "skipped": "skipped"}

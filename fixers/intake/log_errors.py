@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Iterable
 
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
 from fixers.intake.lines import CleanLine, clean_line
 
 TAIL_BYTES = 64 << 10

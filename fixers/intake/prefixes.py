@@ -28,7 +28,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fixers.stages import parse_stage
+from fixers.intake.stages import parse_stage
 
 
 class Dialect(StrEnum):

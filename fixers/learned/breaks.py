@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from fixers.contracts import Contract
-from fixers.failures import Finding
+from fixers.classify.failures import Finding
+from fixers.contracts.model import Contract
 
 BreakKind = Literal["missing-abstract", "unexpected-keyword", "positional-count"]
 LEARNING_FIXER = "learn-migration"

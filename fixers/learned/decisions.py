@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fixers.index import Hierarchy, Member, RepoIndex
 from fixers.learned.body_notes import body_caveat
 from fixers.learned.learning import Decision, Learning, Outcome
 from fixers.learned.lookup import arg_names, class_function, in_test_dir
 from fixers.learned.policy import Policy
 from fixers.learned.rule import MigrationRule
 from fixers.learned.signature_edit import POSITIONAL_KINDS, Function, params_of
-from fixers.stub_types import StubSignature, stub_signature
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy, Member, RepoIndex
+from fixers.sweep.stub_types import StubSignature, stub_signature
+from fixers.sweep.violation_types import Violation
 
 
 def _stubbed_ancestor(

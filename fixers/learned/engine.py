@@ -16,10 +16,9 @@ from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 
-from fixers.base_tree import GitTreeError, work_tree
-from fixers.contracts import Contract
-from fixers.failures import Finding
-from fixers.index import RepoIndex
+from fixers.check.base_tree import GitTreeError, work_tree
+from fixers.classify.failures import Finding
+from fixers.contracts.model import Contract
 from fixers.learned.breaks import ContractBreak, breaks_of
 from fixers.learned.decisions import SubclassDecider
 from fixers.learned.examples import BaseRef, commit_examples
@@ -51,6 +50,7 @@ from fixers.learned.rule import (
     signature_rule,
 )
 from fixers.learned.signature_edit import params_of
+from fixers.sweep.index import RepoIndex
 
 MAX_CANDIDATES = 20
 NEW_ABSTRACT = ("made abstract", "added")  # what a base's commit did that a stub answers

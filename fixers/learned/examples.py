@@ -23,7 +23,7 @@ from fixers.learned.signature_edit import (
     code_of,
     params_of,
 )
-from fixers.pyfacts import FactsError, is_abstract, parse_python
+from fixers.sweep.pyfacts import FactsError, is_abstract, parse_python
 
 
 @dataclass

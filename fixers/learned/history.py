@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fixers.base_tree import GitTreeError, git_isolated
+from fixers.check.base_tree import GitTreeError, git_isolated
 from fixers.learned.rule import CommitRef
 
 DIFF_SAFETY = ("--no-textconv", "--no-ext-diff", "--no-color")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fixers.learned.signature_edit import Function, class_methods
-from fixers.repo_paths import DEFAULT_MAX_FILE_BYTES, FileRefused, escape_problem, read_repo_file
+from fixers.repo.paths import DEFAULT_MAX_FILE_BYTES, FileRefused, escape_problem, read_repo_file
 
 VENV_NAMES = (".venv", "venv", "env")
 MAX_HOPS = 8  # re-exports and base classes followed before giving up (a cycle ends here too)

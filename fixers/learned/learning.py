@@ -7,11 +7,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from fixers.index import Hierarchy
 from fixers.learned.breaks import ContractBreak
 from fixers.learned.installed import InstalledMethod
 from fixers.learned.rule import CommitRef, MigrationRule
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.violation_types import Violation
 
 Outcome = Literal["fixed", "reported", "skipped"]
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from fixers.contracts import Contract
-from fixers.index import RepoIndex
+from fixers.contracts.model import Contract
 from fixers.learned.breaks import LEARNED_SOURCE, ContractBreak
 from fixers.learned.lookup import arg_names, class_function, member_of
 from fixers.learned.static_breaks import missing_abstract
+from fixers.sweep.index import RepoIndex
 
 
 def named_classes(index: RepoIndex, brk: ContractBreak) -> list[str]:

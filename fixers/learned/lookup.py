@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from fixers.index import Member, RepoIndex
 from fixers.learned.signature_edit import Function
+from fixers.sweep.index import Member, RepoIndex
 
 
 def parents_of(index: RepoIndex, qualname: str) -> list[str]:

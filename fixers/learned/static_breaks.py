@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fixers.index import RepoIndex
 from fixers.learned.breaks import ContractBreak
 from fixers.learned.lookup import parents_of
+from fixers.sweep.index import RepoIndex
 
 
 def _ancestors(index: RepoIndex, qualname: str) -> list[str]:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bot.cli.demo_target import build_target
-from fixers.sweep import sweep
+from fixers.sweep.run import sweep
 from tests.fakes.github_api import BOT_LOGIN, TOKEN
 from tests.fakes.github_forks import branch_log, fork, open_fork_pull
 from tests.fakes.github_git import git_out

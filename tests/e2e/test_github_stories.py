@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli.demo_target import build_target, run_tests, wait_for_runs, wait_for_verification
 from bot.git import commit_all, fresh_worktree, git
-from fixers.sweep import fix, write_changes
+from fixers.sweep.run import fix, write_changes
 from tests.e2e.conftest import github_service, post_pipeline_failure
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

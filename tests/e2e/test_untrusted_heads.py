@@ -23,8 +23,8 @@ import pytest
 
 from bot.cli.demo_target import build_target, run_tests, wait_for_runs
 from bot.git import commit_all, git
-from fixers.contracts import SPEC_WORKER_CONTRACT
-from fixers.sweep import fix, write_changes
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
+from fixers.sweep.run import fix, write_changes
 from tests.e2e.conftest import github_service, post_pipeline_failure, wait_for
 from tests.fakes.github_actions import actions_log, workflow_job_event
 from tests.fakes.github_api import BOT_LOGIN, FakeGitHub

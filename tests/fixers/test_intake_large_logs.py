@@ -16,7 +16,7 @@ REAL_LOG = Path(__file__).parents[1] / "fixtures" / "logs" / "py312" / "combined
 CHILD = """
 import json, sys
 from pathlib import Path
-from fixers.classify import classify_report
+from fixers.classify.root_causes import classify_report
 from fixers.intake import read_report
 with open(sys.argv[1], "rb") as stream:
     findings = classify_report(read_report(stream))

@@ -43,8 +43,8 @@ from bot.git import (
     remove_worktree,
     resolve_commit,
 )
-from fixers.contracts import Contract
-from fixers.sweep import fix, sweep, write_changes
+from fixers.contracts.model import Contract
+from fixers.sweep.run import fix, sweep, write_changes
 
 
 def remaining_violations(

@@ -16,7 +16,7 @@ from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree, git
 from bot.pipeline.apply_fix import apply_fix
 from bot.queue import names as task_names
-from fixers.sweep import fix, sweep, write_changes
+from fixers.sweep.run import fix, sweep, write_changes
 from tests.bot.commands.test_dispatch_end_to_end import _deliver, _replies
 from tests.bot.conftest import REPO
 from tests.bot.intake.broker import sent_tasks

@@ -25,12 +25,12 @@ from bot.db.rows import (
     violation_line,
 )
 from bot.db.session import session_scope
-from fixers.classify import classify_report
-from fixers.contracts import SPEC_WORKER_CONTRACT, Contract
-from fixers.failures import Finding, Frame
-from fixers.findings_json import finding_to_dict
+from fixers.classify.failures import Finding, Frame
+from fixers.classify.findings_json import finding_to_dict
+from fixers.classify.root_causes import classify_report
+from fixers.contracts.model import SPEC_WORKER_CONTRACT, Contract
 from fixers.intake import read_report
-from fixers.violation_types import Violation
+from fixers.sweep.violation_types import Violation
 
 ROOT = Path(__file__).resolve().parents[3]
 LOGS = ROOT / "tests" / "fixtures" / "logs"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.forges.pr_text import compose
-from fixers.classify import classify_file
-from fixers.sweep import fix
+from fixers.classify.root_causes import classify_file
+from fixers.sweep.run import fix
 from tests.fixers.learned import history_repos as repos
 
 

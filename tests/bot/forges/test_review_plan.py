@@ -9,9 +9,9 @@ from pathlib import Path
 
 from bot.forges.github.review_text import suggestion_comment
 from bot.forges.review_plan import ReviewPlan, Suggestion, plan_review
-from fixers.outcome import FileChange, FixResult
-from fixers.sweep import fix
-from fixers.violation_types import Violation
+from fixers.sweep.outcome import FileChange, FixResult
+from fixers.sweep.run import fix
+from fixers.sweep.violation_types import Violation
 from tests.fakes.github_suggestions import apply_to_lines, split_lines, suggested_lines
 
 IMPORT = "from runtime.speculative.interface import SpecWorkerBase\n"

@@ -11,7 +11,7 @@ import pytest
 
 from bot.pipeline.contract_check_blobs import swept_blobs
 from bot.pipeline.contract_check_tree import forget_caches, tree_of_repository
-from fixers.sweep import run_sweep
+from fixers.sweep.run import run_sweep
 from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo, worker
 from tests.fakes.github_git import git_out
 

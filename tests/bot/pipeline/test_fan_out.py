@@ -22,7 +22,7 @@ from bot.pipeline.fan_out import (
     sync_notice,
 )
 from bot.queue.names import PR_NOTICE, PR_NOTICES_REFRESH
-from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
 from tests.bot.conftest import REPO
 from tests.bot.intake.broker import sent_tasks
 from tests.fakes.github_git import git_out

@@ -10,9 +10,9 @@ from bot.git import fresh_worktree, remove_worktree
 from bot.pipeline.cleanup import prune_stale_work
 from bot.pipeline.import_spare import SPARE_PREFIX, discard_spares, start_spares, take_spare
 from bot.runner.workdirs import lease_path, leased
-from fixers.import_check import check_imports
-from fixers.outcome import FileChange
+from fixers.evidence.import_check import check_imports
 from fixers.sandbox import sandbox_problem
+from fixers.sweep.outcome import FileChange
 from tests.bot.runner.conftest import TinyRepo, tiny_repo  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))

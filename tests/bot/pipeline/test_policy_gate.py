@@ -20,8 +20,8 @@ from bot.pipeline.policy_gate import read_policy, suggestion_text
 from bot.pipeline.repair import repair
 from bot.pipeline.triage import triage
 from bot.pipeline.trusted_config import MAX_POLICY_BYTES
-from fixers.contracts import SPEC_WORKER_CONTRACT
-from fixers.repo_policy import Autonomy, RepoPolicy
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
+from fixers.repo.policy import Autonomy, RepoPolicy
 from tests.conftest import CI_TOKEN
 
 LOG = Path(__file__).parents[2] / "fixtures" / "logs" / "py312" / "combined.console.txt"

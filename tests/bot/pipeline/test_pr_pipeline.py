@@ -9,8 +9,8 @@ import pytest
 from bot.cli.demo_target import build_target
 from bot.git import git
 from bot.pipeline.pr_pipeline import root_cause_at, root_cause_there
-from fixers.contracts import SPEC_WORKER_CONTRACT
-from fixers.sweep import fix, sweep, write_changes
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
+from fixers.sweep.run import fix, sweep, write_changes
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,7 @@ def _env(settings) -> dict[str, str]:
 _UNDER_A_MEMORY_BUDGET = """
 import resource, sys
 from bot.pipeline.repair import repair
-import fixers.sweep, libcst
+import fixers.sweep.run, libcst
 size = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (size + (700 << 20), resource.RLIM_INFINITY))
 repair.run(int(sys.argv[1]))

@@ -221,8 +221,8 @@ def test_a_violation_already_fixed_on_the_base_branch_opens_no_pr(use_settings, 
     from bot.git import commit_all
     from bot.pipeline.repair import repair
     from bot.pipeline.triage import triage
-    from fixers.contracts import SPEC_WORKER_CONTRACT
-    from fixers.sweep import fix, write_changes
+    from fixers.contracts.model import SPEC_WORKER_CONTRACT
+    from fixers.sweep.run import fix, write_changes
 
     repo = tmp_path / "target"
     failing = build_target(repo)

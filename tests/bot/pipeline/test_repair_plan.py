@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bot.pipeline.repair_plan import fixable_tests, plan_runs, scoped_tests
-from fixers.classify import classify_failures
-from fixers.failures import Failure
+from fixers.classify.failures import Failure
+from fixers.classify.root_causes import classify_failures
 
 
 def _failure(test: str, text: str) -> Failure:

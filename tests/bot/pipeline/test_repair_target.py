@@ -13,8 +13,8 @@ from bot.git import commit_all, git
 from bot.pipeline.repair_start import RunContext
 from bot.pipeline.repair_target import Target, resolve_target
 from bot.pipeline.run_state import Stop
-from fixers.contracts import SPEC_WORKER_CONTRACT
-from fixers.sweep import fix, write_changes
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
+from fixers.sweep.run import fix, write_changes
 from tests.conftest import make_settings
 
 FEATURE_WORKER = (

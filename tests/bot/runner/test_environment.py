@@ -15,9 +15,9 @@ from bot.runner.environment import (
     target_python,
 )
 from bot.runner.verification import VerificationPlan, verify
-from fixers.contracts import SPEC_WORKER_CONTRACT
+from fixers.contracts.model import SPEC_WORKER_CONTRACT
 from fixers.sandbox import Limits, sandbox_problem
-from fixers.sweep import fix
+from fixers.sweep.run import fix
 from tests.bot.runner.conftest import OPS_FIXED, TinyRepo
 
 FAILED = ["tests/test_ops.py::test_add"]

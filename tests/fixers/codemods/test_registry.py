@@ -21,17 +21,17 @@ import pytest
 from libcst.codemod import TransformSuccess, transform_module
 
 import fixers.codemods
-import fixers.fix_plan
+import fixers.sweep.fix_plan
+from fixers.classify.signatures import SignatureError, parse_signatures
 from fixers.codemods.registry import (
     RegistryError,
     builtin_codemods,
     codemod_versions,
     discover,
 )
-from fixers.fix_plan import plan_fixes
-from fixers.signatures import SignatureError, parse_signatures
-from fixers.sweep import run_sweep
-from fixers.violation_types import Fix, Kind, Violation
+from fixers.sweep.fix_plan import plan_fixes
+from fixers.sweep.run import run_sweep
+from fixers.sweep.violation_types import Fix, Kind, Violation
 
 PACKAGE_DIR = Path(fixers.codemods.__file__).resolve().parent
 
@@ -59,7 +59,7 @@ def test_every_codemod_kind_is_a_violation_kind():
 
 
 def test_fix_plan_names_no_codemod():
-    source = inspect.getsource(fixers.fix_plan)
+    source = inspect.getsource(fixers.sweep.fix_plan)
     for spec in builtin_codemods().codemods:
         assert spec.name not in source and f'"{spec.fix}"' not in source, spec.name
 
@@ -87,8 +87,8 @@ import libcst as cst
 
 from fixers.codemods._common import ClassTargetCommand
 from fixers.codemods.registry import CodemodSpec, PlanContext, Step
-from fixers.index import Hierarchy
-from fixers.violation_types import Violation
+from fixers.sweep.index import Hierarchy
+from fixers.sweep.violation_types import Violation
 
 DESCRIPTION = "Add REPAIRED = True to the targeted classes."
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from fixers.classify import classify_report
+from fixers.classify.root_causes import classify_report
 from fixers.intake import read_report
 from fixers.intake.lines import clean_line
 from fixers.intake.log_errors import NO_FAILURE_NOTE, error_lines, looks_like_error

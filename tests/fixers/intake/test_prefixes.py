@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fixers.classify import classify_report
-from fixers.findings_json import finding_to_dict
+from fixers.classify.findings_json import finding_to_dict
+from fixers.classify.root_causes import classify_report
 from fixers.intake import read_report
 from fixers.intake.lines import clean_line
 from fixers.intake.prefixes import Dialect, detect_dialects

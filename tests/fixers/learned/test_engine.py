@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fixers.classify import classify_file
+from fixers.classify.root_causes import classify_file
 from fixers.learned.policy import Policy
-from fixers.outcome import FixResult
-from fixers.sweep import fix, write_changes
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix, write_changes
 from tests.fixers.git_repos import git
 from tests.fixers.learned import history_repos as repos
 
@@ -205,7 +205,7 @@ def test_history_beyond_the_depth_limit_is_reported_not_guessed(
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
     # The limit is a setting of the policy; one commit of history is all this clone may have.
-    monkeypatch.setattr("fixers.sweep.Policy", lambda *a, **kw: Policy(*a, **kw, max_depth=1))
+    monkeypatch.setattr("fixers.sweep.run.Policy", lambda *a, **kw: Policy(*a, **kw, max_depth=1))
     result = _fix(clone, tmp_path, MISSING_SHIP)
     [learning] = result.learned
     assert learning.problem.startswith("contract commit not in history (shallow clone")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fixers.classify import classify_file
-from fixers.outcome import FixResult
-from fixers.sweep import fix, write_changes
+from fixers.classify.root_causes import classify_file
+from fixers.sweep.outcome import FixResult
+from fixers.sweep.run import fix, write_changes
 from tests.fixers.learned import history_repos as repos
 
 MISSING_SEND = (

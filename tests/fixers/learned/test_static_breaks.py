@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixers.index import RepoIndex
 from fixers.learned.static_breaks import static_breaks
+from fixers.sweep.index import RepoIndex
 from tests.fixers.learned import history_repos as repos
 
 TRUCK = """

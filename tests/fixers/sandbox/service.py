@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixers.import_check import check_imports
-from fixers.outcome import FileChange
+from fixers.evidence.import_check import check_imports
 from fixers.sandbox import Limits, SandboxOptions, run_isolated
+from fixers.sweep.outcome import FileChange
 
 HOSTILE = Path(__file__).with_name("hostile.py")
 

@@ -16,7 +16,7 @@ from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree, git
 from bot.pipeline.repair import repair
 from bot.pipeline.triage import triage
-from fixers.sweep import fix, write_changes
+from fixers.sweep.run import fix, write_changes
 from tests.bot.conftest import REPO
 from tests.conftest import CI_TOKEN
 from tests.fakes.github_deliveries import send_pending_writes

@@ -18,7 +18,7 @@ from bot.forges.github.review_text import MARKER
 from bot.forges.github.reviews import sync_contract_review
 from bot.forges.review_plan import ReviewPlan, plan_review
 from bot.git import commit_all, git
-from fixers.sweep import fix, sweep
+from fixers.sweep.run import fix, sweep
 from tests.bot.conftest import REPO
 from tests.fakes.github_reviews import comments_of, reviews_of
 from tests.fakes.github_suggestions import apply_suggestions
