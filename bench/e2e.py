@@ -28,7 +28,7 @@ from bench.harness import CI_TOKEN, bench_parser, serve_command, service_env, se
 from bench.service import free_port, percentile
 from bot.cli.demo_target import build_target, post_failure, run_tests, wait_for_runs
 from bot.git import commit_all
-from bot.pipeline.stage_times import parse_stage_seconds
+from bot.pipeline.repair.stage_times import parse_stage_seconds
 from fixers.contracts.model import SPEC_WORKER_CONTRACT
 from fixers.sweep.run import fix, write_changes
 

@@ -1,7 +1,7 @@
 """The PR-check figure of ``bench/sweep.py``: the pre-merge contract check on a torch-sized tree.
 
 The tree is committed as a git repository; a PR branch adds a worker that overrides
-``forward``. Timed, as ``bot.pipeline.contract_check`` runs it (``sweep_pull``: merge-tree, the
+``forward``. Timed, as ``bot.pipeline.contract_check.task`` runs it (``sweep_pull``: merge-tree, the
 base and the merged tree written out and swept, the introduced violations and their fix):
 
 * cold: an empty cache and no tree on disk, as the first check of a repository;
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.git import commit_all, git
-from bot.pipeline.contract_check_sweep import Swept, sweep_pull
-from bot.pipeline.contract_check_tree import forget_caches
+from bot.pipeline.contract_check.sweep import Swept, sweep_pull
+from bot.pipeline.contract_check.tree import forget_caches
 
 WARM_TARGET_S = 1.0
 PR_WORKER = "_rb_bench/worker_pr.py"

@@ -49,7 +49,7 @@ def make_settings(data_dir: Path, **overrides: object):
         # Required outside development; tests build their target repositories beside data_dir.
         "repository_roots": [data_dir.parent],
         # No import check started ahead (each would import torch in the background for a repair
-        # that is not coming); tests/bot/pipeline/test_import_spare.py turns them on.
+        # that is not coming); tests/bot/pipeline/repair/test_import_spare.py turns them on.
         "import_spares": 0,
     }
     values.update(overrides)

@@ -5,7 +5,7 @@ fixes are written into the attempt's worktree and the run says ``patched``, but 
 yet. Then they check what the next attempt makes of it (exactly one PR, the leftover worktree
 pruned, a run that keeps dying there failed). Production code has no hook for holding a repair
 there, so this launcher adds one, in the test process only: it wraps the step that follows the
-patch, ``bot.pipeline.repair.already_fixed`` (looked up by ``repair_in`` at call time), with a
+patch, ``bot.pipeline.repair.task.already_fixed`` (looked up by ``repair_in`` at call time), with a
 wait while the pause file exists, then runs the real entry point. Everything the tests check is
 the real code: the CLI, the worker, the stage, git and the database.
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import bot.pipeline.repair as repair_stage
+import bot.pipeline.repair.task as repair_stage
 from bot.cli import main as repairbot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -53,14 +53,14 @@ def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 BACK_EDGES = [
     # (module that imports, what it imports): each was a real cycle before the layers
-    ("bot/runner/requests.py", "bot.pipeline.repair"),  # runner → tasks
+    ("bot/runner/requests.py", "bot.pipeline.repair.task"),  # runner → tasks
     ("bot/forges/github/job_logs.py", "bot.intake.jenkins"),  # github → the CI intake
     ("bot/commands/dispatch.py", "bot.intake.route"),  # commands ↔ the webhook handlers
     ("bot/forges/github/forge.py", "bot.pipeline.pull_requests"),  # forge ↔ github events
     ("bot/forges/local/forge.py", "bot.forges.github.forge"),  # one forge into another
     ("bot/git.py", "bot.forges.base"),  # plumbing above a forge
     ("bot/db/models.py", "bot.queue.enqueue"),  # the database sending tasks
-    ("bot/dashboard/detail.py", "bot.pipeline.repair"),  # the dashboard reads the db only
+    ("bot/dashboard/detail.py", "bot.pipeline.repair.task"),  # the dashboard reads the db only
     ("fixers/sweep/run.py", "bot.config"),  # the libraries never import the service
     ("runtime/engine.py", "bot.db.models"),
 ]

@@ -21,7 +21,7 @@ def reconcile(
 
     from bot.config import get_settings
     from bot.db.migrate import upgrade
-    from bot.pipeline.reconcile import reconcile_once
+    from bot.pipeline.reconcile.task import reconcile_once
     from bot.queue.celery_app import configure_celery
 
     settings = get_settings()

@@ -55,13 +55,13 @@ def serve(
     from bot.api.slow_clients import header_deadline_protocol
     from bot.app import create_app
     from bot.db.migrate import upgrade
-    from bot.pipeline.cleanup import prune_stale_work
     from bot.pipeline.embedded import (
         VerificationWorker,
         split_queues,
         start_embedded_worker,
         start_reconciler,
     )
+    from bot.pipeline.reconcile.cleanup import prune_stale_work
     from bot.queue.celery_app import configure_tasks
 
     settings = _settings_for(host, port, worker)

@@ -22,7 +22,7 @@ def worker(
     """Run a Celery worker against the configured broker and database."""
     from bot.config import get_settings
     from bot.db.migrate import upgrade
-    from bot.pipeline.cleanup import prune_stale_work
+    from bot.pipeline.reconcile.cleanup import prune_stale_work
     from bot.queue.celery_app import app as celery_app
     from bot.queue.celery_app import configure_tasks, quiet_root_warning
 

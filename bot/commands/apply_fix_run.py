@@ -1,4 +1,4 @@
-"""The work of ``/repairbot apply-fix``, run by its task (``bot.pipeline.apply_fix``).
+"""The work of ``/repairbot apply-fix``, run by its task (``bot.pipeline.repair.apply_fix``).
 
 Read the PR from GitHub; fetch its head into the base repository's mirror; in a leased worktree
 at the head, sweep and fix every contract (the import check in the sandbox, as the repair

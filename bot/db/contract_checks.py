@@ -1,6 +1,6 @@
-"""The pre-merge contract checks' tables: their answers (``bot.pipeline.contract_check`` answers
-and records them) and the checks queued, one per PR. Alembic sees them through the migrations'
-``env``, which imports this module."""
+"""The pre-merge contract checks' tables: their answers (``bot.pipeline.contract_check.task``
+answers and records them) and the checks queued, one per PR. Alembic sees them through the
+migrations' ``env``, which imports this module."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class QueuedCheck(Base):
 
     The check reads the PR's head when it starts, so one queued check answers every
     ``synchronize`` that arrives before then; a flood of events for one PR queues one task
-    (``bot.pipeline.contract_triggers``). The task removes the row when it starts; the
+    (``bot.pipeline.contract_check.triggers``). The task removes the row when it starts; the
     reconciler sends the task again when the row grows old (its message was lost).
     """
 

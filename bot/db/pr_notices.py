@@ -1,5 +1,5 @@
 """Fan-out notices: the one comment on each PR whose pipeline failed because of a violation on
-its base branch (``bot.pipeline.fan_out`` posts and edits them).
+its base branch (``bot.pipeline.fan_out.task`` posts and edits them).
 
 The table lives in its own module (the models module is at its size budget); Alembic sees it
 because the migrations' ``env`` imports this module. One row per (repository, PR, fix): the

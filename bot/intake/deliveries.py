@@ -3,7 +3,7 @@
 The API route checks the signature and headers and reads the payload's ``action``;
 :func:`record_delivery` does the rest in the caller's transaction. ``process_delivery`` is sent
 once that transaction commits; a delivery whose message is lost stays ``stored``, and the
-reconciler (``bot.pipeline.reconcile``) sends it again.
+reconciler (``bot.pipeline.reconcile.task``) sends it again.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from bot.intake.actions import (
     is_actions_check_run,
 )
 from bot.intake.jenkins import intake_check_failure
-from bot.pipeline.contract_triggers import on_pull_request, on_push
-from bot.pipeline.opt_out_label import on_labels
+from bot.pipeline.contract_check.triggers import on_pull_request, on_push
+from bot.pipeline.memory.opt_out_label import on_labels
 from bot.pipeline.pull_requests import prepare_pull_request
 
 

@@ -4,7 +4,7 @@ Two consumers, so that a verification that hangs (a target test that sleeps fore
 holds up triage, repairs, deliveries and reports:
 
 - a Celery worker thread in the API process for the ``repair`` queue;
-- a separate process (``bot.pipeline.verify_worker``) for the verification queues (``cpu``,
+- a separate process (``bot.pipeline.verify.worker``) for the verification queues (``cpu``,
   ``gpu.*``), restarted by a supervisor thread whenever it dies. A killed one stops its
   verification's heartbeat, and the reconciler queues that verification again.
 """
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Settings
-from bot.pipeline.import_spare import start_spares
-from bot.pipeline.reconcile import reconcile_once
+from bot.pipeline.reconcile.task import reconcile_once
+from bot.pipeline.repair.import_spare import start_spares
 from bot.queue import names as task_names
 from bot.queue.celery_app import app as celery_app
 from bot.queue.celery_app import configure_tasks
@@ -85,7 +85,7 @@ def start_embedded_worker(settings: Settings, queues: Sequence[str]) -> threadin
     ``settings``.
 
     When it takes repairs, that thread first starts the spare import checks for the first
-    attempts (``bot.pipeline.import_spare``): from the thread that runs the repairs, since a
+    attempts (``bot.pipeline.repair.import_spare``): from the thread that runs the repairs, since a
     sandbox dies with the thread that started it.
     """
     configure_tasks(settings)
@@ -117,7 +117,7 @@ def verification_worker_command(queues: Sequence[str], parent_pid: int) -> list[
     return [
         sys.executable,
         "-m",
-        "bot.pipeline.verify_worker",
+        "bot.pipeline.verify.worker",
         "--queues",
         ",".join(queues),
         "--parent",

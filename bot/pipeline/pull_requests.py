@@ -22,7 +22,7 @@ from bot.forges.github.events import PullRequestEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.publish import remaining_violations
-from bot.pipeline.fan_out import queue_refresh
+from bot.pipeline.fan_out.task import queue_refresh
 from bot.pipeline.merge_outcome import record_merge
 from fixers.contracts.model import Contract
 

@@ -12,7 +12,7 @@ from bot.db.crud import move_run
 from bot.db.models import CiFailure, Delivery, RepairRun, RunState, utcnow
 from bot.db.rows import contract_to_row, store_findings
 from bot.db.session import session_scope
-from bot.pipeline.repair_plan import plan_runs
+from bot.pipeline.repair.plan import plan_runs
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app

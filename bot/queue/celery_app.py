@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable
-from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SecurityWarning
@@ -22,26 +20,26 @@ from bot.queue import file_broker
 file_broker.register()
 
 TASK_SETTINGS = "repairbot_settings"  # the app.conf key that holds the tasks' settings
-BOT = Path(__file__).resolve().parents[1]
-TASK_PACKAGES = ("intake", "pipeline")  # the layers whose modules define tasks
-TASK_DECORATOR = "@app.task("
+# Every module that defines a task, for the worker to import at start (a test keeps this list
+# equal to the modules whose functions wear ``@app.task(``: a new one that is not here fails).
+TASK_MODULES = (
+    "bot.intake.process_delivery",
+    "bot.pipeline.contract_check.task",
+    "bot.pipeline.contract_check.triggers",
+    "bot.pipeline.dispatch",
+    "bot.pipeline.fan_out.task",
+    "bot.pipeline.github_send",
+    "bot.pipeline.merge_outcome",
+    "bot.pipeline.reconcile.task",
+    "bot.pipeline.repair.apply_fix",
+    "bot.pipeline.repair.task",
+    "bot.pipeline.triage",
+    "bot.pipeline.verify.announce",
+    "bot.pipeline.verify.task",
+)
 
 
-def task_modules(root: Path = BOT, packages: Iterable[str] = TASK_PACKAGES) -> list[str]:
-    """Every module of ``packages`` that defines a task, for the worker to import at start.
-
-    Found by reading the sources (a module defines a task when a function of it wears
-    ``@app.task(``), not by importing them: a new stage is its own file, with no list to edit.
-    """
-    return sorted(
-        f"{root.name}.{package}.{path.stem}"
-        for package in packages
-        for path in (root / package).glob("*.py")
-        if TASK_DECORATOR in path.read_text(encoding="utf-8")
-    )
-
-
-app = Celery("repairbot", include=task_modules())
+app = Celery("repairbot", include=TASK_MODULES)
 app.config_from_object("bot.queue.celeryconfig")
 
 

@@ -1,4 +1,4 @@
-"""Asking for a verification and calling one off (the worker side: ``bot.pipeline.verify``)."""
+"""Asking for a verification and calling one off (the worker side: ``bot.pipeline.verify.task``)."""
 
 from __future__ import annotations
 

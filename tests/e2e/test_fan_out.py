@@ -15,7 +15,7 @@ from bot.cli.demo_target import wait_for_runs
 from bot.db.pr_notices import PrNotice
 from bot.db.session import session_scope
 from bot.git import commit_all, git
-from bot.pipeline.fan_out_text import NOTICE_MARKER
+from bot.pipeline.fan_out.text import NOTICE_MARKER
 from tests.e2e.conftest import github_service, post_pipeline_failure
 from tests.e2e.test_github_stories import REPO, _wait, failing
 

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.db.migrate import upgrade
 from bot.db.models import CiFailure, Delivery, Fix, FixComment, RepairRun, Verification
 from bot.db.session import session_scope
-from bot.pipeline.reconcile import reconcile_once
+from bot.pipeline.reconcile.task import reconcile_once
 from bot.runner.requests import cancel_verifications, request_verification
 from tests.bot.runner.conftest import OPS_FIXED, tiny_repo  # noqa: F401 - the fixture
 from tests.conftest import make_settings

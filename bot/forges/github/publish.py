@@ -202,7 +202,7 @@ def extend(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Pub
     ref = f"refs/heads/{pr.branch}"
     refusal = push_refusal(settings, c.repo, ref, branch=pr.branch, own_branch=True)
     if refusal is not None:
-        raise BranchGuarded(refusal)  # the run ends loop_guarded (bot.pipeline.loop_guard)
+        raise BranchGuarded(refusal)  # the run ends loop_guarded (bot.pipeline.memory.loop_guard)
     worktree = settings.worktrees_dir.resolve() / f"extend-{fix_id}-{uuid4().hex[:8]}"
     try:
         fresh_worktree(c.repo, worktree, ref)

@@ -226,7 +226,7 @@ def test_a_broker_outage_still_answers_and_the_reconciler_sends_later(tmp_path):
 
     from bot.db.migrate import upgrade
     from bot.db.models import utcnow
-    from bot.pipeline.reconcile import reconcile_once
+    from bot.pipeline.reconcile.task import reconcile_once
     from tests.conftest import make_settings
 
     down = make_settings(tmp_path / "d", broker_url="redis://127.0.0.1:1/0")

@@ -14,7 +14,7 @@ from bot.commands.apply_fix_run import TRAILER
 from bot.db.models import CommandInvocation
 from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree, git
-from bot.pipeline.apply_fix import apply_fix
+from bot.pipeline.repair.apply_fix import apply_fix
 from bot.queue import names as task_names
 from fixers.sweep.run import fix, sweep, write_changes
 from tests.bot.commands.test_dispatch_end_to_end import _deliver, _replies

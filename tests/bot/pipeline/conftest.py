@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.pipeline.contract_check_tree import forget_caches
+from bot.pipeline.contract_check.tree import forget_caches
 from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo
 
 REPO = "acme/spec"

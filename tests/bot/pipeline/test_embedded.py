@@ -18,7 +18,7 @@ def test_the_verification_process_is_this_interpreter_running_our_module():
     command = verification_worker_command(["cpu", "gpu.any"], 4242)
     assert command[1:] == [
         "-m",
-        "bot.pipeline.verify_worker",
+        "bot.pipeline.verify.worker",
         "--queues",
         "cpu,gpu.any",
         "--parent",

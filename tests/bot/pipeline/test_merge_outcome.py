@@ -17,7 +17,7 @@ from bot.db.models import Fix, RepairRun
 from bot.db.session import session_scope
 from bot.git import commit_all, git
 from bot.pipeline.merge_outcome import MAX_EDIT_DIFF_CHARS, capped, settle_edits
-from bot.pipeline.repair import repair
+from bot.pipeline.repair.task import repair
 from bot.pipeline.triage import triage
 from bot.queue import names as task_names
 from tests.bot.conftest import REPO

@@ -14,7 +14,7 @@ from bot.cli.demo_target import run_tests
 from bot.db.models import Fix, RepairRun
 from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree, git
-from bot.pipeline.repair import repair
+from bot.pipeline.repair.task import repair
 from bot.pipeline.triage import triage
 from fixers.sweep.run import fix, write_changes
 from tests.bot.conftest import REPO

@@ -19,7 +19,7 @@ from bot.forges.base import Candidate, Linked, Opened
 from bot.forges.local.forge import LocalForge
 from bot.forges.pr_text import PullRequestText
 from bot.git import fresh_worktree, git, resolve_commit
-from bot.pipeline.run_state import record_publication
+from bot.pipeline.repair.run_state import record_publication
 from fixers.contracts.model import SPEC_WORKER_CONTRACT
 
 TEXT = PullRequestText(title="[None][fix] t", body="b", commit_message="Fix it")
