@@ -1,13 +1,14 @@
 """The commands: the spec each command module declares, and their discovery.
 
-A module of ``bot.commands`` is a command when it defines a module-level ``COMMAND``, a
-``CommandSpec``: the name, the argument grammar (``configure``, or a ``claim`` that sees the words
-before argparse), the handler, the help (summary, usage line, examples, who may use it) and its
-scopes: ``fix-pr`` commands are written ``/bot ...`` (TensorRT-LLM's CI grammar) and read on
-repairbot's fix PRs only; ``any-pr`` commands are written with repairbot's own prefix
+A module of ``bot.commands`` (or of a package in it) is a command when it defines a module-level
+``COMMAND``, a ``CommandSpec``: the name, the argument grammar (``configure``, or a ``claim`` that
+sees the words before argparse), the handler, the help (summary, usage line, examples, who may use
+it) and its scopes: ``fix-pr`` commands are written ``/bot ...`` (TensorRT-LLM's CI grammar) and
+read on repairbot's fix PRs only; ``any-pr`` commands are written with repairbot's own prefix
 (``Settings.command_prefix``, default ``/repairbot``) and read on any PR. One registry holds both,
-with one argparse tree per scope. ``discover`` imports every module of the package with
-``pkgutil`` and collects them; nothing is listed by hand and nothing registers itself at import.
+with one argparse tree per scope. ``discover`` imports every module of the package and its
+subpackages with ``pkgutil`` and collects them; nothing is listed by hand and nothing registers
+itself at import.
 The dispatch, the help reply and the command tables in the docs all read the ``Registry`` it
 returns.
 """
@@ -239,7 +240,7 @@ class Registry:
 
 def _specs_in(package_name: str) -> Iterator[CommandSpec]:
     package = importlib.import_module(package_name)
-    for info in pkgutil.iter_modules(package.__path__, package_name + "."):
+    for info in pkgutil.walk_packages(package.__path__, package_name + "."):
         if info.name.rpartition(".")[2].startswith("_"):
             continue
         spec = getattr(importlib.import_module(info.name), SPEC_ATTRIBUTE, None)

@@ -23,6 +23,11 @@ SIGTERM_EXIT = 128 + signal.SIGTERM  # SystemExit(143) after the cleanup, as a s
 
 
 def _probe_folders(temp: Path) -> list[Path]:
+    return sorted(p for p in temp.glob("repairbot-import-probe-*") if p.is_dir())
+
+
+def _probe_leftovers(temp: Path) -> list[Path]:
+    """Folders and the lease files beside them (fixers/sandbox/run_dirs.py)."""
     return sorted(temp.glob("repairbot-import-probe-*"))
 
 
@@ -51,7 +56,7 @@ def test_sigterm_stops_serve_after_removing_its_spare_import_checks(make_service
     else:
         os.killpg(api.pid, signal.SIGTERM)
     assert api.wait(timeout=60) == SIGTERM_EXIT, service.logs()
-    assert _probe_folders(temp) == [], service.logs()
+    assert _probe_leftovers(temp) == [], service.logs()
     assert _spare_folders(worktrees) == [], service.logs()
 
 
@@ -82,5 +87,5 @@ def test_sigterm_stops_a_prefork_worker_after_its_children_remove_their_spares(
     service.processes.pop("worker")
     os.kill(worker.pid, signal.SIGTERM)  # Celery's warm shutdown, then the children exit
     worker.wait(timeout=60)
-    assert _probe_folders(temp) == [], service.logs()
+    assert _probe_leftovers(temp) == [], service.logs()
     assert _spare_folders(worktrees) == [], service.logs()

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from bot.commands.apply_fix import COMMAND as APPLY_FIX
+from bot.commands.any_pr.apply_fix import COMMAND as APPLY_FIX
 from bot.commands.registry import QUEUED
 from bot.config import Settings
 from bot.db.contract_checks import stale_queued_checks

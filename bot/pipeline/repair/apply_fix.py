@@ -1,7 +1,7 @@
 """The ``repairbot.apply_fix`` task: the work of one ``/repairbot apply-fix`` invocation.
 
-Thin: the work is ``bot.commands.apply_fix_run`` (which answers GitHub's refusals while working
-itself). A git or GitHub hiccup — a fetch that fails, a rate limit, a dropped connection, an
+Thin: the work is ``bot.commands.any_pr.apply_fix_run`` (which answers GitHub's refusals while
+working itself). A git or GitHub hiccup — a fetch that fails, a rate limit, a dropped connection, an
 error while posting the answer — retries the task; after the last retry the invocation is
 answered with the error, so no comment waits for ever on a reply.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 from github import GithubException
 
-from bot.commands.apply_fix_run import apply_fix_run, give_up
+from bot.commands.any_pr.apply_fix_run import apply_fix_run, give_up
 from bot.forges.github.retry import RateLimited
 from bot.git import GitError
 from bot.pipeline.task_base import RepairbotTask, TransientError

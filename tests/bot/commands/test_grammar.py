@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.commands.fix_pr.run import run_options
 from bot.commands.grammar import CommandError, find_command, parse, plain_lines, prog_of
 from bot.commands.registry import help_text, parser, registry
-from bot.commands.run import run_options
 
 VALID = [
     ("/bot run", "run", {}),

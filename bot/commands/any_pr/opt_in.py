@@ -6,8 +6,8 @@ carries it, still holds, and the reply says so.
 
 from __future__ import annotations
 
+from bot.commands.any_pr.opt_out import label_note, own_fix_refusal
 from bot.commands.grammar import ParsedCommand, no_options
-from bot.commands.opt_out import label_note, own_fix_refusal
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission, Scope
 from bot.db.opt_outs import OptOutVia, lift
 

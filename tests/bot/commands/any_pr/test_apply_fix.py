@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from sqlalchemy import select
 
-from bot.commands.apply_fix_run import TRAILER
+from bot.commands.any_pr.apply_fix_run import TRAILER
 from bot.db.models import CommandInvocation
 from bot.db.session import session_scope
 from bot.git import commit_all, fresh_worktree, git

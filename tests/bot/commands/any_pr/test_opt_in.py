@@ -8,8 +8,8 @@ from sqlalchemy import select
 
 from bot.db.opt_outs import OptOutVia, PrOptOut, opt_out
 from bot.db.session import session_scope
+from tests.bot.commands.any_pr.test_opt_out import _rows, human_pr
 from tests.bot.commands.test_dispatch_end_to_end import _replies, _say
-from tests.bot.commands.test_opt_out import _rows, human_pr
 from tests.bot.conftest import REPO
 
 __all__ = ["human_pr"]  # the fixture, shared with the opt-out tests

@@ -10,7 +10,8 @@ maintainer confirms the reviewed head (``--confirm-fork HEAD_SHA``), into the
 (sweep, sandboxed import check, push) takes seconds, and the
 delivery's transaction holds SQLite's write lock (``BEGIN IMMEDIATE``) for as long as its
 handlers run, so the handler only queues ``repairbot.apply_fix`` with the audit row's id; that
-task (``bot.pipeline.repair.apply_fix`` → ``bot.commands.apply_fix_run``) replies when it is done.
+task (``bot.pipeline.repair.apply_fix`` → ``bot.commands.any_pr.apply_fix_run``) replies when it
+is done.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from bot.git import git
-from tests.bot.commands.test_apply_fix import FEATURE, _ask, _audit, _work
+from tests.bot.commands.any_pr.test_apply_fix import FEATURE, _ask, _audit, _work
 from tests.bot.commands.test_dispatch_end_to_end import _replies
 from tests.bot.conftest import REPO
 from tests.fakes.github_git import git_out
