@@ -12,8 +12,8 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import CommandInvocation, utcnow
+from bot.db.records.github_writes import GitHubWrite
 
 HOUR = timedelta(hours=1)
 

@@ -15,9 +15,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.api.budget_metrics import BudgetCollector
-from bot.db.contract_checks import ContractCheck
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
+from bot.db.records.contract_checks import ContractCheck
 from bot.db.request_scope import get_read_session
 
 router = APIRouter()

@@ -20,8 +20,8 @@ from bot.db.models import (
     Suppression,
     Verification,
 )
-from bot.db.pr_notices import PrNotice
-from bot.db.suppressions import suppressions_of
+from bot.db.records.pr_notices import PrNotice
+from bot.db.records.suppressions import suppressions_of
 
 STATE_LABELS = {
     "classified": "Classified",

@@ -55,8 +55,10 @@ class RunState(StrEnum):
     SUPPRESSED = "suppressed"  # a human decided against this fix (see Suppression)
     REPORTED = "reported"  # autonomy "report" (.repairbot.toml): classified, nothing opened
     SUGGESTED = "suggested"  # autonomy "suggest": the fix offered as a comment, no PR
-    OPTED_OUT = "opted_out"  # the repository, the paths or the PR opted out (bot.db.opt_outs)
-    LOOP_GUARDED = "loop_guarded"  # a bot-caused event past its budget (bot.db.bot_events)
+    OPTED_OUT = (
+        "opted_out"  # the repository, the paths or the PR opted out (bot.db.records.opt_outs)
+    )
+    LOOP_GUARDED = "loop_guarded"  # a bot-caused event past its budget (bot.db.records.bot_events)
     UNCLASSIFIED = "unclassified"
     ERROR = "error"
 

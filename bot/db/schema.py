@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import MetaData
 
-from bot.db import bot_events, contract_checks, github_writes, models, opt_outs, pr_notices
+from bot.db import models
+from bot.db.records import bot_events, contract_checks, github_writes, opt_outs, pr_notices
 
 TABLE_MODULES = (models, bot_events, contract_checks, github_writes, opt_outs, pr_notices)
 METADATA: MetaData = models.Base.metadata

@@ -11,7 +11,7 @@ GitHub login, a ``[bot]`` name, or a GitHub bot's noreply address (``...[bot]@us
   is still driving the branch.
 - **Our own fix branch** (``publish`` extending our open fix PR): our own commits are expected
   there (the fix, its extensions, merges of the base), so a tip of our commits alone is never
-  refused; what is bounded there is the events that make us push (``bot.db.bot_events``).
+  refused; what is bounded there is the events that make us push (``bot.db.records.bot_events``).
   Refused when the last N are all bots' *and another bot is among them*: another bot is pushing
   onto our branch and we would be answering it, the two-bot ping-pong.
 

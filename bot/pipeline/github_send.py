@@ -21,8 +21,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import utcnow
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import read_scope, session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.outbox import NoSlot, record_failure

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import Fix, FixState, SuppressionReason, utcnow
+from bot.db.records.suppressions import lift_suppressions, suppress
 from bot.db.rows import contract_of
 from bot.db.session import Reading, Writes
-from bot.db.suppressions import lift_suppressions, suppress
 from bot.forges.github.events import PullRequestEvent, is_bot_account
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror

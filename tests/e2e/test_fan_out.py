@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.cli.demo_target import wait_for_runs
-from bot.db.pr_notices import PrNotice
+from bot.db.records.pr_notices import PrNotice
 from bot.db.session import session_scope
 from bot.git import commit_all, git
 from bot.pipeline.fan_out.text import NOTICE_MARKER

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.cli.demo_target import wait_for_runs
-from bot.db.bot_events import BotEvent
+from bot.db.records.bot_events import BotEvent
 from bot.db.session import session_scope
 from tests.e2e.conftest import github_service, post_pipeline_failure
 from tests.e2e.test_github_stories import REPO, failing

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from bot.app import create_app
-from bot.db.github_writes import GitHubWrite
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import read_scope
 from bot.intake.process_delivery import process_delivery
 from bot.intake.webhook_auth import sign

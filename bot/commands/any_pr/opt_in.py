@@ -9,7 +9,7 @@ from __future__ import annotations
 from bot.commands.any_pr.opt_out import label_note, own_fix_refusal
 from bot.commands.grammar import ParsedCommand, no_options
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission, Scope
-from bot.db.opt_outs import OptOutVia, lift
+from bot.db.records.opt_outs import OptOutVia, lift
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:

@@ -1,7 +1,7 @@
 """``/repairbot opt-out``: the PR's author (or a maintainer) asks the bot to leave the PR alone.
 
-Recorded as a row (``bot.db.opt_outs``, who and when): from then on the PR's failures open no
-fix run, and the bot posts no review, comment or check on it, until ``/repairbot opt-in``. On one
+Recorded as a row (``bot.db.records.opt_outs``, who and when): from then on the PR's failures open
+no fix run, and the bot posts no review, comment or check on it, until ``/repairbot opt-in``. On one
 of repairbot's own fix PRs it is refused: closing that PR is how a human says no to it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bot.commands.grammar import ParsedCommand, no_options
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission, Scope
-from bot.db.opt_outs import OptOutVia, active_opt_outs, opt_out
+from bot.db.records.opt_outs import OptOutVia, active_opt_outs, opt_out
 
 LEFT_ALONE = "no fix runs, reviews, comments or checks for its failures and events"
 

@@ -1,7 +1,7 @@
 """``/repairbot unsuppress``: a maintainer takes back the decision that holds a fix's violations.
 
 Written on one of our fix PRs that a human closed unmerged (or whose merge was reverted): the
-suppression (``bot.db.suppressions``) is lifted, audited with who and when, and the latest
+suppression (``bot.db.records.suppressions``) is lifted, audited with who and when, and the latest
 failure it held back is repaired again at once, so one new PR follows.
 """
 
@@ -13,7 +13,7 @@ from bot.commands.grammar import ParsedCommand, no_options
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission, Scope
 from bot.db.crud import release_held_run
 from bot.db.models import RepairRun, RunState
-from bot.db.suppressions import lift_suppressions
+from bot.db.records.suppressions import lift_suppressions
 from bot.queue import names as task_names
 from bot.queue.enqueue import enqueue_after_commit
 

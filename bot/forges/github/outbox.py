@@ -36,8 +36,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import utcnow
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github import retry
 from bot.queue import names as task_names

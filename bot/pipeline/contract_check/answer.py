@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.db.contract_checks import ContractCheck
+from bot.db.records.contract_checks import ContractCheck
 from bot.db.rows import violation_lines
 from bot.forges.github.write_ops import STATUS_DESCRIPTION_MAX
 from bot.pipeline.contract_check.sweep import (

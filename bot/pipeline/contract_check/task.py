@@ -22,8 +22,8 @@ import httpx
 from github import GithubException
 
 from bot.config import Settings
-from bot.db.contract_checks import start_check
-from bot.db.opt_outs import opted_out
+from bot.db.records.contract_checks import start_check
+from bot.db.records.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import is_bot_account
@@ -105,7 +105,7 @@ def check_pull(
     """Check PR ``number`` and answer on the head checked; returns what was done, for logs.
 
     ``progress`` is the sweep's progress callback (called while the trees are swept). An
-    opted-out PR (``bot.db.opt_outs``) is not checked: no status, no review.
+    opted-out PR (``bot.db.records.opt_outs``) is not checked: no status, no review.
     """
     with session_scope(settings.resolved_database_url) as session:
         start_check(session, repository=repository, number=number)  # a later event queues anew

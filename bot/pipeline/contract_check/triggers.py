@@ -18,8 +18,8 @@ import httpx
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.contract_checks import queue_check
-from bot.db.opt_outs import opted_out
+from bot.db.records.contract_checks import queue_check
+from bot.db.records.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import PullRequestEvent, PushEvent, is_bot_account

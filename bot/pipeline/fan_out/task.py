@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import Fix, FixState, utcnow
-from bot.db.opt_outs import opted_out
-from bot.db.pr_notices import NoticeState, PrNotice
+from bot.db.records.opt_outs import opted_out
+from bot.db.records.pr_notices import NoticeState, PrNotice
 from bot.db.rows import contract_of
 from bot.db.session import session_scope
 from bot.forges.github.forge import GitHubForge
@@ -188,7 +188,7 @@ def _plan(settings: Settings, notice_id: int) -> _Planned | None:
         if notice is None or notice.state == NoticeState.FAILED:
             return None
         if opted_out(session, repository=notice.repository, pr_number=notice.pr_number):
-            return None  # the PR's author asked the bot to leave it alone (bot.db.opt_outs)
+            return None  # the PR's author asked the bot to leave it alone (bot.db.records.opt_outs)
         fix = session.get_one(Fix, notice.fix_id)
         if fix.number is None:
             return None  # our PR is not open yet: its refresh follows the opening

@@ -11,8 +11,8 @@ Two kinds of event reach here:
   bot: a push the bot (``/repairbot apply-fix``) or another bot made onto it. Events on PRs a
   bot opened never get here: the contract check skips them.
 
-Each is recorded in ``bot_events`` (``bot.db.bot_events``): within the budget the bot acts, past
-it the run ends ``loop_guarded`` (or the delivery says why nothing was done) with the reason.
+Each is recorded in ``bot_events`` (``bot.db.records.bot_events``): within the budget the bot acts,
+past it the run ends ``loop_guarded`` (or the delivery says why nothing was done) with the reason.
 Human-caused events are never counted.
 """
 
@@ -24,8 +24,8 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.bot_events import EventOutcome, event_key, take_budget
 from bot.db.models import CiFailure, Fix, RepairRun, RunState
+from bot.db.records.bot_events import EventOutcome, event_key, take_budget
 from bot.db.session import session_scope
 from bot.forges.branch_guard import CommitBy, last_commits
 from bot.forges.github.events import PullRequestEvent, is_bot_account

@@ -1,8 +1,8 @@
 """The opt-out label on a PR (``Settings.opt_out_label``, default ``repairbot:opt-out``).
 
 Every ``pull_request`` payload carries the PR's labels as they are after the event: the label
-present in any of them → an opt-out row (``bot.db.opt_outs``, by whoever sent the event). Only an
-``unlabeled`` event that removes that very label lifts the row: a redelivered or late older
+present in any of them → an opt-out row (``bot.db.records.opt_outs``, by whoever sent the event).
+Only an ``unlabeled`` event that removes that very label lifts the row: a redelivered or late older
 payload (its labels from before the label was added) must not lift an opt-out made since.
 Label names compare case-insensitively, as GitHub's do.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.db.opt_outs import OptOutVia, lift, opt_out
+from bot.db.records.opt_outs import OptOutVia, lift, opt_out
 from bot.forges.github.events import PullRequestEvent
 
 

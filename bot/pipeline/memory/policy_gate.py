@@ -1,7 +1,7 @@
 """What a repository and its PRs allow a repair: opt-outs and autonomy, checked where they apply.
 
-- A PR opted out (``bot.db.opt_outs``: its author's ``/repairbot opt-out`` or its label): the
-  run ends ``opted_out`` before anything is fetched, and again right before a suggestion.
+- A PR opted out (``bot.db.records.opt_outs``: its author's ``/repairbot opt-out`` or its label):
+  the run ends ``opted_out`` before anything is fetched, and again right before a suggestion.
 - The repository's policy (``fixers.repo.policy``) is read from ``.repairbot.toml`` on the base
   branch (the trusted side; never the PR head, which could raise its own autonomy): switched
   off → ``opted_out``; autonomy ``report`` → ``reported`` after classification, nothing swept;
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bot.config import Settings
 from bot.db.models import RunState
-from bot.db.opt_outs import opted_out
+from bot.db.records.opt_outs import opted_out
 from bot.db.session import session_scope
 from bot.forges.base import Candidate
 from bot.forges.github.api import GitHubApi

@@ -1,7 +1,7 @@
 """Before a fix is made and published: does a human decision hold these violations back?
 
-A suppression (``bot.db.suppressions``) holds one dedupe key in one repository: our fix PR for
-it was closed unmerged, or our merged fix for it was reverted. A run that reaches publishing
+A suppression (``bot.db.records.suppressions``) holds one dedupe key in one repository: our fix PR
+for it was closed unmerged, or our merged fix for it was reverted. A run that reaches publishing
 with our *merged* fix's key again means the base branch has those violations back (the base
 check before publishing found them there): that is a revert, recorded as a suppression on the
 spot, so a reverted fix is never re-applied automatically.
@@ -17,14 +17,14 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import RepairRun, RunState, Suppression, SuppressionReason
-from bot.db.rows import violation_key
-from bot.db.session import read_scope, session_scope
-from bot.db.suppressions import (
+from bot.db.records.suppressions import (
     active_suppression,
     held_violations,
     merged_fix_with_key,
     suppress,
 )
+from bot.db.rows import violation_key
+from bot.db.session import read_scope, session_scope
 from bot.forges.base import Candidate
 from bot.pipeline.repair.run_state import Stop
 from fixers.sweep.outcome import FixResult

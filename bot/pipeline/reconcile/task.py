@@ -9,7 +9,6 @@ from sqlalchemy.orm import Session
 from bot.commands.any_pr.apply_fix import COMMAND as APPLY_FIX
 from bot.commands.registry import QUEUED
 from bot.config import Settings
-from bot.db.contract_checks import stale_queued_checks
 from bot.db.crud import (
     move_run,
     stale_runs,
@@ -19,6 +18,7 @@ from bot.db.crud import (
     undispatched_delivery_ids,
 )
 from bot.db.models import RunState, utcnow
+from bot.db.records.contract_checks import stale_queued_checks
 from bot.db.session import read_scope, session_scope
 from bot.pipeline.fan_out.task import resend_pending
 from bot.pipeline.github_send import resend_pending_writes

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from bot.app import create_app
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import CommandInvocation, utcnow
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 
 

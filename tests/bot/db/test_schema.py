@@ -1,4 +1,4 @@
-"""``bot.db.schema`` lists every module of ``bot.db`` that defines a table: a new table module
+"""``bot.db.schema`` lists every module of ``bot.db`` (and its packages) that defines a table: a new table module
 left out of it would be missed by Alembic's comparison and by the tests that empty the database."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from bot.db.schema import METADATA, TABLE_MODULES
 
 def _modules_defining_tables() -> set[str]:
     found = set()
-    for info in pkgutil.iter_modules(bot.db.__path__, "bot.db."):
+    for info in pkgutil.walk_packages(bot.db.__path__, "bot.db."):
+        if ".migrations" in info.name:
+            continue  # Alembic's environment runs a migration when imported
         module = importlib.import_module(info.name)
         for _, value in inspect.getmembers(module, inspect.isclass):
             if value.__module__ == info.name and issubclass(value, Base) and value is not Base:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from bot.db.opt_outs import OptOutVia, PrOptOut, opt_out
+from bot.db.records.opt_outs import OptOutVia, PrOptOut, opt_out
 from bot.db.session import session_scope
 from tests.bot.commands.any_pr.test_opt_out import _rows, human_pr
 from tests.bot.commands.test_dispatch_end_to_end import _replies, _say

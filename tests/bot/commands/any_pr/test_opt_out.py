@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.db.models import CommandInvocation
-from bot.db.opt_outs import PrOptOut
+from bot.db.records.opt_outs import PrOptOut
 from bot.db.session import session_scope
 from tests.bot.commands.test_dispatch_end_to_end import _replies, _say
 from tests.bot.conftest import REPO

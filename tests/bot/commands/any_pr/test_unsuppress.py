@@ -15,8 +15,8 @@ from bot.db.models import (
     Suppression,
     SuppressionReason,
 )
+from bot.db.records.suppressions import suppress
 from bot.db.session import session_scope
-from bot.db.suppressions import suppress
 from bot.queue import names as task_names
 from tests.bot.commands.test_dispatch_end_to_end import _replies, _say
 from tests.bot.dashboard import seed

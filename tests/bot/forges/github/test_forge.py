@@ -6,8 +6,8 @@ import pytest
 from github import GithubException
 from pydantic import SecretStr
 
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import Fix, FixComment
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github.client import GitHubNotConfigured, credentials
 from bot.forges.github.forge import GitHubForge

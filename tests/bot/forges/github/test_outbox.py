@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.db.github_writes import GitHubWrite
 from bot.db.models import utcnow
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.outbox import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from github import GithubException
 
-from bot.db.github_writes import GitHubWrite
+from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.review_text import MARKER

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.db.contract_checks import ContractCheck
+from bot.db.records.contract_checks import ContractCheck
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.pipeline.contract_check.blobs import swept_blobs

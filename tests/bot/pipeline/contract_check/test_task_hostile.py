@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.db.contract_checks import ContractCheck
+from bot.db.records.contract_checks import ContractCheck
 from bot.db.session import session_scope
 from bot.forges.github.review_text import marker
 from bot.pipeline.contract_check.answer import CONFIG_NOTE

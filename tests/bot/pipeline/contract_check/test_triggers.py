@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from bot.db.contract_checks import ContractCheck, QueuedCheck
 from bot.db.models import Delivery, utcnow
+from bot.db.records.contract_checks import ContractCheck, QueuedCheck
 from bot.db.session import session_scope
 from bot.pipeline.contract_check.task import contract_check
 from bot.pipeline.contract_check.tree import forget_caches

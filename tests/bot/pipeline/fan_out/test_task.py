@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from bot.db.models import CiFailure, Delivery, Fix, FixState, RepairRun
-from bot.db.pr_notices import PrNotice
+from bot.db.records.pr_notices import PrNotice
 from bot.db.rows import contract_to_row
 from bot.db.session import session_scope
 from bot.git import commit_all, git

@@ -1,9 +1,9 @@
-"""The fan-out notice obeys a PR's opt-out (``bot.db.opt_outs``): a PR that opted out after its
+"""The fan-out notice obeys a PR's opt-out (``bot.db.records.opt_outs``): a PR that opted out after its
 failure was noticed gets no comment, and nothing is posted until it opts in again."""
 
 from __future__ import annotations
 
-from bot.db.opt_outs import OptOutVia, lift, opt_out
+from bot.db.records.opt_outs import OptOutVia, lift, opt_out
 from bot.db.session import session_scope
 from bot.pipeline.fan_out.task import sync_notice
 from tests.bot.conftest import REPO

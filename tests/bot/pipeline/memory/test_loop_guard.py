@@ -16,9 +16,9 @@ from sqlalchemy import select
 
 from bot.app import create_app
 from bot.cli.demo_target import build_target
-from bot.db.bot_events import BotEvent
-from bot.db.contract_checks import start_check
 from bot.db.models import Fix, RepairRun, RunState
+from bot.db.records.bot_events import BotEvent
+from bot.db.records.contract_checks import start_check
 from bot.db.session import session_scope
 from bot.forges.github.events import PullRequestEvent
 from bot.forges.local.forge import LocalForge

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.db.opt_outs import PrOptOut
+from bot.db.records.opt_outs import PrOptOut
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import PullRequestEvent

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from bot.app import create_app
 from bot.cli.demo_target import build_target
 from bot.db.models import Fix, RepairRun, Verification
-from bot.db.opt_outs import OptOutVia, opt_out
+from bot.db.records.opt_outs import OptOutVia, opt_out
 from bot.db.session import session_scope
 from bot.git import commit_all, git
 from bot.pipeline.memory.policy_gate import read_policy, suggestion_text

@@ -1,4 +1,4 @@
-"""``bot.db.suppressions`` on SQLite and PostgreSQL: one active suppression per repository and
+"""``bot.db.records.suppressions`` on SQLite and PostgreSQL: one active suppression per repository and
 dedupe key (a second decision keeps the first; after a lift a new one can be recorded), lifting by
 fix, and finding our merged fix for a key (a revert's tell)."""
 
@@ -9,14 +9,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from bot.db.models import Fix, Suppression, SuppressionReason
-from bot.db.session import session_scope
-from bot.db.suppressions import (
+from bot.db.records.suppressions import (
     active_suppression,
     lift_suppressions,
     merged_fix_with_key,
     suppress,
     suppressions_of,
 )
+from bot.db.session import session_scope
 from tests.bot.dashboard import seed
 
 CLOSED = SuppressionReason.CLOSED_UNMERGED

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from bot.db.bot_events import BotEvent, EventOutcome, event_key, hour_of, take_budget
+from bot.db.records.bot_events import BotEvent, EventOutcome, event_key, hour_of, take_budget
 from bot.db.session import session_scope
 
 REPO = "acme/trt"
