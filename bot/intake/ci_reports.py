@@ -21,8 +21,7 @@ from sqlalchemy.orm import Session
 from bot.db.crud import KnownReports, NewDelivery, find_report, find_reports, insert_deliveries
 from bot.db.models import CiFailure
 from bot.db.session import Reading, Writes
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_triage
 from fixers.intake import FailureReport, Format, IntakeError, read_report
 
 DELIVERY_KEY_CHARS = 200  # deliveries.key
@@ -135,7 +134,7 @@ def record_ci_reports(session: Session, reports: Sequence[CiReport]) -> list[Rec
     values = {i: _report_row(reports[i], stored[keys[i]]) for i in fresh if keys[i] in stored}
     rows = dict(zip(values, _insert_rows(session, list(values.values())), strict=True))
     for row in rows.values():
-        enqueue_after_commit(session, task_names.TRIAGE, row.id)
+        start_triage(session, row.id)
     return [_recorded(i, known, rows, repeats, sources[i]) for i in range(len(reports))]
 
 

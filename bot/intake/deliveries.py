@@ -17,8 +17,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.crud import NewDelivery, insert_deliveries
 from bot.db.models import Delivery
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_process_delivery
 
 # The events a handler is registered for (bot.intake.route); others are stored as ``ignored``.
 COALESCED_ACTIONS = frozenset({"synchronize", "opened", "reopened"})
@@ -96,7 +95,7 @@ def record_deliveries(
             recorded.append(RecordedDelivery(DeliveryOutcome.DUPLICATE, None))
             continue
         if outcome is DeliveryOutcome.ACCEPTED:
-            enqueue_after_commit(session, task_names.PROCESS_DELIVERY, delivery_id)
+            start_process_delivery(session, delivery_id)
         recorded.append(RecordedDelivery(outcome, delivery_id))
     return recorded
 

@@ -30,7 +30,7 @@ from bot.forges.github.retry import RateLimited
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_send_github_write
 
 
 @dataclass(frozen=True)
@@ -119,5 +119,5 @@ def resend_pending_writes(session: Session, *, older_than: timedelta) -> int:
     ).all()
     for row in rows:
         row.sent_at = utcnow()
-        enqueue_after_commit(session, task_names.SEND_GITHUB_WRITE, row.id)
+        start_send_github_write(session, row.id)
     return len(rows)

@@ -25,7 +25,7 @@ from bot.git import GitError, diff
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_merge_outcome
 
 MAX_EDIT_DIFF_CHARS = 200_000  # the fix page shows this much; the rest is on the branch
 MAX_ERROR_CHARS = 300
@@ -67,7 +67,7 @@ def record_merge(session: Session, fix: Fix, event: PullRequestEvent) -> str:
     if event.head_sha == fix.bot_head_sha:
         fix.merged_with_edits, fix.human_edit_diff = False, None
         return "merged unchanged"
-    enqueue_after_commit(session, task_names.MERGE_OUTCOME, fix.id)
+    start_merge_outcome(session, fix.id)
     return "merged from a head the bot did not push: reading the edits"
 
 

@@ -16,7 +16,7 @@ from bot.pipeline.repair.plan import plan_runs
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_repair
 from fixers.classify.root_causes import classify_report
 from fixers.intake import Format, read_report
 
@@ -41,7 +41,7 @@ def triage_report(settings: Settings, report_id: int) -> None:
             )
         ).all()
         for run in live:
-            enqueue_after_commit(session, task_names.REPAIR, run.id)
+            start_repair(session, run.id)
 
 
 def classify(session: Session, report: CiFailure) -> None:

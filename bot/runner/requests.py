@@ -12,8 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import Fix, Verification, VerificationState, utcnow
 from bot.db.rows import findings_of
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_verify
 from fixers.repo.input_rules import safe_name_problem
 
 ACTIVE = (VerificationState.QUEUED.value, VerificationState.RUNNING.value)
@@ -79,7 +78,7 @@ def send_verification(
         "queues_tried": [*attempts, queue],
         "sent_at": time.time() if now is None else now,
     }
-    enqueue_after_commit(session, task_names.VERIFY, verification.id, queue=queue)
+    start_verify(session, verification.id, queue=queue)
 
 
 def fallback_chain(requested: str, fallback_queues: Sequence[str]) -> list[str]:

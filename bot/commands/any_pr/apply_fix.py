@@ -22,8 +22,7 @@ import re
 from bot.commands.grammar import ParsedCommand
 from bot.commands.registry import QUEUED, CommandContext, CommandSpec, Example, Permission, Scope
 from bot.db.models import utcnow
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_apply_fix
 
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
@@ -52,7 +51,7 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
     """Queue the work once this delivery's transaction commits (the audit row with it); the
     row keeps what the reconciler needs to send it again if the message is lost."""
     ctx.invocation.comment_id, ctx.invocation.sent_at = ctx.event.comment_id, utcnow()
-    enqueue_after_commit(ctx.session, task_names.APPLY_FIX, ctx.invocation.id, ctx.event.comment_id)
+    start_apply_fix(ctx.session, ctx.invocation.id, ctx.event.comment_id)
     return f"queued for @{ctx.login}: sweeping this PR's head; the reply follows when done."
 
 

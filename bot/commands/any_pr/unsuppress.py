@@ -14,8 +14,7 @@ from bot.commands.registry import CommandContext, CommandSpec, Example, Permissi
 from bot.db.crud import release_held_run
 from bot.db.models import RepairRun, RunState
 from bot.db.records.suppressions import lift_suppressions
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_repair
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
@@ -37,7 +36,7 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
             f"Lifted ({decided}) by @{ctx.login}; the next failure of these violations opens a PR."
         )
     release_held_run(ctx.session, run=held, reason=f"suppression lifted by {ctx.login}")
-    enqueue_after_commit(ctx.session, task_names.REPAIR, held.id)
+    start_repair(ctx.session, held.id)
     return f"Lifted ({decided}) by @{ctx.login}; repairing run {held.id} again: a new PR follows."
 
 

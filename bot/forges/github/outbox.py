@@ -40,8 +40,7 @@ from bot.db.models import utcnow
 from bot.db.records.github_writes import GitHubWrite
 from bot.db.session import session_scope
 from bot.forges.github import retry
-from bot.queue import names as task_names
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_send_github_write
 
 KEY_CHARS = 200  # github_writes.key
 WINDOW_S = 60.0
@@ -108,7 +107,7 @@ def defer(
             session.flush()
     except IntegrityError:  # recorded by another transaction meanwhile
         return False
-    enqueue_after_commit(session, task_names.SEND_GITHUB_WRITE, row.id)
+    start_send_github_write(session, row.id)
     return True
 
 

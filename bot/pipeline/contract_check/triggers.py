@@ -35,7 +35,7 @@ from bot.pipeline.pull_requests import our_fix
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_contract_check, start_contract_recheck
 from fixers.contracts.model import BUILTIN_CONTRACTS, Contract, load_config
 from fixers.sweep.index import RepoIndex
 
@@ -74,7 +74,7 @@ def queue_pull_check(session: Session, repository: str, number: int, **options: 
     started yet (it will read the PR's head when it starts: one check answers a flood)."""
     if not queue_check(session, repository=repository, number=number):
         return f"a check of #{number} is queued already"
-    enqueue_after_commit(session, task_names.CONTRACT_CHECK, repository, number, **options)
+    start_contract_check(session, repository, number, **options)
     return f"contract check of #{number} queued"
 
 
@@ -119,9 +119,7 @@ def on_push(session: Session, settings: Settings, push: PushEvent) -> str:
     branch = push.ref.removeprefix("refs/heads/")
     if push.created or push.before == NO_COMMIT:
         return f"{branch} is new: no PR targets it yet"
-    enqueue_after_commit(
-        session, task_names.CONTRACT_RECHECK, push.repository, branch, push.before, push.after
-    )
+    start_contract_recheck(session, push.repository, branch, push.before, push.after)
     return f"contract comparison of {push.before[:12]}..{push.after[:12]} on {branch} queued"
 
 

@@ -39,7 +39,7 @@ from bot.pipeline.repair.trusted_config import config_text
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_pr_notice, start_pr_notices_refresh
 from fixers.contracts.model import CONFIG_FILE, parse_config
 
 _GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retried
@@ -102,9 +102,9 @@ def record_notice(
         except IntegrityError:  # another run of the same PR recorded it first, and sends it
             return None
     if changed_fix:
-        enqueue_after_commit(session, task_names.PR_NOTICES_REFRESH, fix.id)
+        start_pr_notices_refresh(session, fix.id)
     else:
-        enqueue_after_commit(session, task_names.PR_NOTICE, notice.id)
+        start_pr_notice(session, notice.id)
     return notice
 
 
@@ -120,7 +120,7 @@ def _is_our_fix_pr(session: Session, repository: str, number: int) -> bool:
 def queue_refresh(session: Session, fix: Fix) -> None:
     """In the caller's transaction: refresh ``fix``'s notices after the commit (if it has any)."""
     if session.scalar(select(PrNotice.id).where(PrNotice.fix_id == fix.id).limit(1)) is not None:
-        enqueue_after_commit(session, task_names.PR_NOTICES_REFRESH, fix.id)
+        start_pr_notices_refresh(session, fix.id)
 
 
 def resend_pending(session: Session, *, older_than: timedelta) -> int:
@@ -142,7 +142,7 @@ def resend_pending(session: Session, *, older_than: timedelta) -> int:
     ]
     for notice in stale:
         notice.updated_at = utcnow()  # not stale again until another ``older_than`` passes
-        enqueue_after_commit(session, task_names.PR_NOTICE, notice.id)
+        start_pr_notice(session, notice.id)
     return len(stale)
 
 
@@ -324,7 +324,7 @@ def _hold_rerun(settings: Settings, notice_id: int, why: str) -> None:
         notice = session.get_one(PrNotice, notice_id)
         if notice.rerun_held != why:
             notice.rerun_held = why
-            enqueue_after_commit(session, task_names.PR_NOTICE, notice.id)
+            start_pr_notice(session, notice.id)
 
 
 def post_rerun(settings: Settings, forge: GitHubForge, notice_id: int, command: str) -> str:

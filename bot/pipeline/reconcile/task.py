@@ -27,7 +27,13 @@ from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.depth import waiting_messages
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import (
+    start_apply_fix,
+    start_contract_check,
+    start_process_delivery,
+    start_repair,
+    start_triage,
+)
 from bot.runner.requests import fall_back, rescue_stalled
 
 
@@ -47,23 +53,23 @@ def reconcile_once(settings: Settings) -> int:
     with session_scope(url) as session:
         for delivery in undispatched_deliveries(session, older_than=older_than, among=candidates):
             delivery.dispatched_at = utcnow()
-            enqueue_after_commit(session, task_names.PROCESS_DELIVERY, delivery.id)
+            start_process_delivery(session, delivery.id)
             sent += 1
         for check in [] if backlog else stale_queued_checks(session, older_than=older_than):
             check.queued_at = utcnow()
-            enqueue_after_commit(session, task_names.CONTRACT_CHECK, check.repository, check.number)
+            start_contract_check(session, check.repository, check.number)
             sent += 1
         for report in unclassified_reports(session, older_than=older_than):
             report.triage_sent_at = utcnow()  # not stale again until another stale_after_s passes
-            enqueue_after_commit(session, task_names.TRIAGE, report.id)
+            start_triage(session, report.id)
             sent += 1
         for invocation in unanswered_invocations(
             session, command=APPLY_FIX.name, outcome=QUEUED, older_than=older_than
         ):
+            if invocation.comment_id is None:
+                continue  # every apply-fix is a comment's: without one there is none to answer
             invocation.sent_at = utcnow()  # the task answers once, however often it is sent
-            enqueue_after_commit(
-                session, task_names.APPLY_FIX, invocation.id, invocation.comment_id
-            )
+            start_apply_fix(session, invocation.id, invocation.comment_id)
             sent += 1
         sent += _resend_stale_runs(session, settings, older_than)
         sent += resend_pending(session, older_than=older_than)  # fan-out notices
@@ -103,7 +109,7 @@ def _resend_stale_runs(session: Session, settings: Settings, older_than: timedel
             reason=resent_reason(run.attempts, run.state),
         )
         run.updated_at = utcnow()  # not stale again until another stale_after_s passes
-        enqueue_after_commit(session, task_names.REPAIR, run.id)
+        start_repair(session, run.id)
         sent += 1
     return sent
 

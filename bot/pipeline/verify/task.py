@@ -34,7 +34,7 @@ from bot.pipeline.repair.plan import scoped_tests
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
-from bot.queue.enqueue import enqueue_after_commit
+from bot.queue.starts import start_announce_verification
 from bot.runner.pr_summary import STATUS_CONTEXT, where_it_ran
 from bot.runner.sandbox import sandbox_options
 from bot.runner.verification import VerificationOutcome, VerificationPlan, discard, verify
@@ -320,4 +320,4 @@ def _finish(
                 to=RunState.VERIFIED if passed else RunState.FAILED,
                 reason=f"verification #{verification.id}: {said}",
             )
-        enqueue_after_commit(session, task_names.ANNOUNCE_VERIFICATION, verification.id)
+        start_announce_verification(session, verification.id)
