@@ -26,11 +26,6 @@ class CleanLine:
     command: str | None = None
 
 
-def strip_ansi(text: str) -> str:
-    """Remove ANSI and APC escape sequences, GitLab section markers and carriage returns."""
-    return strip_escapes(text)
-
-
 def clean_line(raw: str, branches: Container[str] = ()) -> CleanLine:
     """Strip escapes, every CI prefix (nested too) and xdist prefixes from one line."""
     stripped = strip_prefixes(strip_escapes(raw), branches)

@@ -10,7 +10,6 @@ guessing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,12 +119,6 @@ def blobs(top: Path, specs: list[str]) -> dict[str, bytes | None]:
         binary = b"\0" in data[:8192]
         found[spec] = None if size > MAX_BLOB_BYTES or binary else data
     return found
-
-
-def occurrences(top: Path, commit: str, path: str, pattern: str) -> int:
-    """How often ``pattern`` occurs in ``path`` at ``commit`` (0 when absent)."""
-    data = blob(top, commit, path)
-    return 0 if data is None else len(re.findall(pattern, _text(data)))
 
 
 def parent_of(top: Path, commit: str) -> str | None:

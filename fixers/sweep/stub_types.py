@@ -48,7 +48,6 @@ class _Carrier:
 
     index: RepoIndex
     base_module: str
-    target_module: str
     target_bound: dict[str, str]
     guarded: set[str]
     future: bool
@@ -167,7 +166,6 @@ def stub_signature(
     carrier = _Carrier(
         index,
         base_module,
-        target,
         bound,
         type_checking_only(tree) if tree is not None else set(),
         b"from __future__ import annotations" in data,

@@ -149,12 +149,6 @@ def check_pull(
     return _answer(settings, api, checked, answer, outcome)
 
 
-def _budget(settings: Settings) -> WriteBudget:
-    return WriteBudget(
-        settings.contract_check_max_write_files, settings.contract_check_max_write_bytes
-    )
-
-
 def _sweep(settings: Settings, checked: _Checked, progress: Progress | None) -> Outcome | Answer:
     try:
         return sweep_pull(
