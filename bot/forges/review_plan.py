@@ -29,12 +29,14 @@ from bot.forges.review_lines import (
     newline_of,
     replaced,
 )
+from fixers.codemods.registry import builtin_codemods
 from fixers.sweep.outcome import FileChange
 from fixers.sweep.unified_diff import CONTEXT, split_lines, unified_diff
 from fixers.sweep.violation_types import Violation
 
-SUGGESTED = frozenset({"rename", "stub", "learned"})
-PATCHED = frozenset({"snapshot", "pending-flag"})
+# How each fix is offered, as its codemod declares it (``CodemodSpec.review``).
+SUGGESTED = frozenset(c.fix for c in builtin_codemods().codemods if c.review == "suggestion")
+PATCHED = frozenset(c.fix for c in builtin_codemods().codemods if c.review == "patch")
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,7 @@ class PardWorker(SpecWorkerBase):
 CODEMOD = CodemodSpec(
     name="pending_fixup",
     fix="pending-flag",
+    review="patch",
     kinds=("deferred-fixup",),
     fixer="pending-fixup",
     command=PendingFixupCommand,

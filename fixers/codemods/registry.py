@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
+from typing import Literal
 
 from libcst.codemod import Codemod, CodemodContext
 
@@ -84,7 +85,9 @@ class CodemodSpec:
     ``Violation.fix`` value it repairs; ``kinds`` the violation kinds it repairs; ``fixer`` the
     name failure signatures give the repair (``fixer = ...`` in ``signatures.toml``);
     ``build_step`` turns a violation into a step (or a skip with the reason); ``order`` places its
-    steps in a file's plan (lower first).
+    steps in a file's plan (lower first); ``review`` how a pre-merge review offers its edit: a
+    one-click ``suggestion`` (an edit of a few lines in place) or a ``patch`` block (a new
+    method and the lines that call it).
     """
 
     name: str
@@ -96,6 +99,7 @@ class CodemodSpec:
     order: int
     description: str = ""
     examples: tuple[Example, ...] = ()
+    review: Literal["suggestion", "patch"] = "suggestion"
 
     def step(self, options: dict[str, object], classes: tuple[str, ...]) -> Step:
         """A step running this codemod's command with ``options`` on ``classes``."""

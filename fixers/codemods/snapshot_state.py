@@ -358,6 +358,7 @@ class DynTreeWorker(SpecWorkerBase):
 CODEMOD = CodemodSpec(
     name="snapshot_state",
     fix="snapshot",
+    review="patch",
     kinds=("transient-state",),
     fixer="snapshot-state",
     command=SnapshotStateCommand,

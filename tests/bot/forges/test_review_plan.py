@@ -290,3 +290,12 @@ def test_the_digest_is_what_would_be_posted_not_the_head(tmp_path: Path) -> None
     assert shifted.digest() != first.digest()  # the suggestions moved one line down
     clean = plan_review("3" * 40, [], [], texts.get)
     assert clean.clean and clean.suggestions == () and clean.digest() == clean.digest()
+
+
+def test_every_codemods_fix_is_offered_as_its_codemod_declares() -> None:
+    from bot.forges.review_plan import PATCHED, SUGGESTED
+    from fixers.codemods.registry import builtin_codemods
+
+    declared = {c.fix: c.review for c in builtin_codemods().codemods}
+    assert SUGGESTED | PATCHED == set(declared) and not SUGGESTED & PATCHED
+    assert {fix for fix, review in declared.items() if review == "patch"} == PATCHED
