@@ -297,5 +297,5 @@ def test_every_codemods_fix_is_offered_as_its_codemod_declares() -> None:
     from fixers.codemods.registry import builtin_codemods
 
     declared = {c.fix: c.review for c in builtin_codemods().codemods}
-    assert SUGGESTED | PATCHED == set(declared) and not SUGGESTED & PATCHED
+    assert set(declared) == SUGGESTED | PATCHED and not SUGGESTED & PATCHED
     assert {fix for fix, review in declared.items() if review == "patch"} == PATCHED

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -311,11 +310,3 @@ def _safe(check: Callable[[], list[str]]) -> list[str]:
         return check()
     except Exception as exc:
         return [f"check crashed: {type(exc).__name__}: {exc}"]
-
-
-if __name__ == "__main__":
-    # The command line lives apart: it needs rich, and the runtime itself (its tests on a GPU
-    # machine) needs only torch.
-    from runtime.conformance_cli import main
-
-    sys.exit(main())

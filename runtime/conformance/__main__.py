@@ -54,3 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     workers = len({r.worker for r in results})
     console.print(f"{len(results) - len(failed)}/{len(results)} checks passed on {workers} workers")
     return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    # The command line lives apart from the suite: it needs rich, the runtime itself only torch.
+    raise SystemExit(main())
