@@ -205,9 +205,8 @@ def _migrated(rule: MigrationRule, function: Function) -> bool:
         for p in rule.added
     )
     changed = all(
-        (by_name[p.name].kind, by_name[p.name].default) == (p.kind, p.default)
+        p.name in by_name and (by_name[p.name].kind, by_name[p.name].default) == (p.kind, p.default)
         for p in rule.changed
-        if p.name in by_name
     )
     in_order = (
         not rule.order

@@ -189,3 +189,11 @@ def test_a_super_call_that_does_not_pass_the_new_argument_on_is_noted(tmp_path: 
         "; note: its super()._deserialize(...) call does not pass partial on (bodies are not "
         "learned: check whether it should)"
     )
+
+
+def test_a_re_default_the_override_cannot_take_by_name_is_reported(tmp_path: Path) -> None:
+    # The siblings only gave title a default; the missed class names its parameters otherwise.
+    repo = repos.notifiers_repo(tmp_path / "repo", new='title, body=""', missed="subject, text")
+    result = _fix(repo, tmp_path)
+    outcome, reason = _sms(result)
+    assert outcome == "reported" and "does not take body, which the siblings changed" in reason
