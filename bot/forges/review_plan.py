@@ -34,9 +34,11 @@ from fixers.sweep.outcome import FileChange
 from fixers.sweep.unified_diff import CONTEXT, split_lines, unified_diff
 from fixers.sweep.violation_types import Violation
 
-# How each fix is offered, as its codemod declares it (``CodemodSpec.review``).
-SUGGESTED = frozenset(c.fix for c in builtin_codemods().codemods if c.review == "suggestion")
-PATCHED = frozenset(c.fix for c in builtin_codemods().codemods if c.review == "patch")
+
+def offered_as(review: str) -> frozenset[str]:
+    """The fixes a review offers as ``review`` ("suggestion" or "patch"), as each codemod
+    declares (``CodemodSpec.review``)."""
+    return frozenset(c.fix for c in builtin_codemods().codemods if c.review == review)
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,9 @@ def _classify(item: _File, hunk: Hunk) -> None:
     renames = [v for v in matched if v.fix == "rename"]
     if renames and _is_rename(item, hunk, {v.method for v in renames if v.method}):
         item.suggested.append((hunk, renames))
-    elif patched := [v for v in matched if v.fix in PATCHED]:
+    elif patched := [v for v in matched if v.fix in offered_as("patch")]:
         item.patched.append((hunk, patched))
-    elif suggested := [v for v in matched if v.fix in SUGGESTED]:
+    elif suggested := [v for v in matched if v.fix in offered_as("suggestion")]:
         item.suggested.append((hunk, suggested))
 
 

@@ -25,7 +25,7 @@ from typing import Literal
 from libcst.codemod import Codemod, CodemodContext
 
 from fixers.codemods.examples import Example
-from fixers.sweep.index import Hierarchy, RepoIndex
+from fixers.sweep.index import Hierarchy, Member, RepoIndex
 from fixers.sweep.outcome import Skip
 from fixers.sweep.violation_types import Violation
 
@@ -75,6 +75,9 @@ class PlanContext:
 
 
 StepBuilder = Callable[[PlanContext, Hierarchy, Violation], "Step | Skip"]
+# A codemod that repairs a kind of its own also says how the sweep finds it: given the index,
+# the contract's hierarchy and one member, its violations.
+Finder = Callable[[RepoIndex, Hierarchy, Member], Iterable[Violation]]
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class CodemodSpec:
     ``build_step`` turns a violation into a step (or a skip with the reason); ``order`` places its
     steps in a file's plan (lower first); ``review`` how a pre-merge review offers its edit: a
     one-click ``suggestion`` (an edit of a few lines in place) or a ``patch`` block (a new
-    method and the lines that call it).
+    method and the lines that call it); ``finder``, for a kind no built-in analysis finds, how
+    the sweep finds it (docs/extending.md).
     """
 
     name: str
@@ -100,6 +104,7 @@ class CodemodSpec:
     description: str = ""
     examples: tuple[Example, ...] = ()
     review: Literal["suggestion", "patch"] = "suggestion"
+    finder: Finder | None = None
 
     def step(self, options: dict[str, object], classes: tuple[str, ...]) -> Step:
         """A step running this codemod's command with ``options`` on ``classes``."""
@@ -137,6 +142,10 @@ class Registry:
         raise RegistryError(
             f"no codemod repairs fix {fix!r}; known fixes: {', '.join(self.fixes())}"
         )
+
+    def finders(self) -> list[Finder]:
+        """How the sweep finds the kinds that codemods declare a finder for, in plan order."""
+        return [spec.finder for spec in self.codemods if spec.finder is not None]
 
     def for_fixer(self, fixer: str) -> CodemodSpec | None:
         """The codemod a signature's ``fixer`` names, or None."""

@@ -72,7 +72,7 @@ def _snapshot(
         line,
         member.qualname,
         detail,
-        fix,  # type: ignore[arg-type]
+        fix,
         entry.func.name,
         saves,
     )

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from fixers.learned.rule import MigrationRule
 from fixers.state.flow import Observation
 
-Kind = Literal[
-    "forbidden-override", "missing-hook", "transient-state", "deferred-fixup", "learned-migration"
-]
-# One value per codemod's ``CODEMOD.fix`` (fixers/codemods/): kept a Literal for mypy, and
-# tests/fixers/codemods/test_registry.py fails when it and the registry disagree.
-Fix = Literal["rename", "stub", "snapshot", "pending-flag", "learned"]
+# A violation's kind and its fix are the names codemods declare (``CODEMOD.kinds``, ``.fix``):
+# the codemod registry is the one list of them (fixers/codemods/registry.py), so a new kind is
+# one module (docs/extending.md). The built-in kinds: forbidden-override, missing-hook,
+# transient-state, deferred-fixup, learned-migration; fixes: rename, stub, snapshot,
+# pending-flag, learned. tests/fixers/codemods/test_registry.py checks every violation the
+# sweep reports against the registry.
+Kind = str
+Fix = str
 Save = tuple[str, str, str, str]  # (holder, param, attr, "value" | "tensor")
 
 

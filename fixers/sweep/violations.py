@@ -13,6 +13,7 @@ every other metadata change is a ``Note`` shown by ``sweep --explain`` only.
 
 from __future__ import annotations
 
+from fixers.codemods.registry import builtin_codemods
 from fixers.repo.files import is_test_path
 from fixers.state.flow import analyse
 from fixers.state.trace import ClassSource, Tracer, find_class
@@ -136,10 +137,13 @@ def find_violations(
     state changes that are not violations (for ``sweep --explain``)."""
     found: list[Violation] = []
     notes: list[Note] = []
+    finders = builtin_codemods().finders()  # kinds a codemod module finds itself
     for member in hierarchy.members.values():
         found.extend(_structural(hierarchy, member, test_dirs))
         state, observations = _state(index, hierarchy, member)
         found.extend(state)
         notes.extend(Note.of(member.facts.qualname, o) for o in observations)
+        for finder in finders:
+            found.extend(finder(index, hierarchy, member))
     notes = sorted(set(notes), key=lambda n: (n.path, n.line, n.class_qualname, n.field))
     return sorted(found, key=lambda v: (v.path, v.line, v.kind)), notes

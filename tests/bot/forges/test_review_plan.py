@@ -293,9 +293,10 @@ def test_the_digest_is_what_would_be_posted_not_the_head(tmp_path: Path) -> None
 
 
 def test_every_codemods_fix_is_offered_as_its_codemod_declares() -> None:
-    from bot.forges.review_plan import PATCHED, SUGGESTED
+    from bot.forges.review_plan import offered_as
     from fixers.codemods.registry import builtin_codemods
 
+    PATCHED, SUGGESTED = offered_as("patch"), offered_as("suggestion")
     declared = {c.fix: c.review for c in builtin_codemods().codemods}
     assert set(declared) == SUGGESTED | PATCHED and not SUGGESTED & PATCHED
     assert {fix for fix, review in declared.items() if review == "patch"} == PATCHED
