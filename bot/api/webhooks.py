@@ -31,8 +31,8 @@ MAX_FORM_FIELDS = 100  # GitHub's form deliveries carry one field, "payload"
 
 
 # The headers are read from the request, not declared as parameters: FastAPI's parameter
-# resolution cost about 0.1 ms of CPU per delivery under wrk, as much as the batched INSERT.
-# The OpenAPI document still lists them.
+# resolution costs as much CPU per delivery as the batched INSERT (docs/performance.md). The
+# OpenAPI document still lists them.
 _HEADERS_DOC = {
     "parameters": [
         {"name": name, "in": "header", "required": True, "schema": {"type": "string"}}

@@ -44,7 +44,7 @@ def reconcile_once(settings: Settings) -> int:
     url = settings.resolved_database_url
     sent = 0
     # The scan of every delivery, outside the writing transaction: on SQLite that one holds the
-    # write lock, and the intake's writer waited out the scan (a 238 ms batch under wrk).
+    # write lock, and the intake's writer would wait out the scan.
     # A delivery or check whose task waits behind a backlog is not lost: those are re-sent only
     # once the queue has drained (bot.queue.depth); None (unknown) keeps the old rule.
     backlog = waiting_messages(task_names.REPAIR_QUEUE)
