@@ -132,7 +132,7 @@ def commit_examples(
         if base is not None and change.after == base.path:
             found.base_change = _base_change(before, after, base.name, method)
         old = dict(classes_in(before))
-        text = after_data.decode("utf-8", "replace") if after_data is not None else None
+        text = after_data.splitlines(keepends=True) if after_data is not None else None
         for qualname, node in classes_in(after):
             if qualname not in old or not (base_names(node) & family):
                 continue

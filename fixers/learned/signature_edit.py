@@ -10,6 +10,7 @@ anti-unification.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -130,14 +131,31 @@ def code_of(node: ast.AST | None) -> str | None:
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def params_of(function: Function, source: str | None = None) -> tuple[Param, ...]:
+Lines = Sequence[bytes]  # a file's lines with their endings, split once per file
+
+
+def segment(lines: Lines, node: ast.expr) -> str | None:
+    """The text of ``node`` as written in ``lines`` (``ast.get_source_segment`` splits the whole
+    file on every call; the examples ask for hundreds of segments per commit)."""
+    end_line, end_col = node.end_lineno, node.end_col_offset
+    if end_line is None or end_col is None or end_line > len(lines):
+        return None
+    if node.lineno == end_line:
+        text = lines[node.lineno - 1][node.col_offset : end_col]
+    else:
+        first, last = lines[node.lineno - 1][node.col_offset :], lines[end_line - 1][:end_col]
+        text = b"".join([first, *lines[node.lineno : end_line - 1], last])
+    return text.decode("utf-8", "replace")
+
+
+def params_of(function: Function, source: Lines | None = None) -> tuple[Param, ...]:
     """Every parameter of ``function`` in order, ``self``/``cls`` included (with ``source``,
-    the text ``function`` was parsed from, each default and annotation as written there)."""
+    the lines ``function`` was parsed from, each default and annotation as written there)."""
     a = function.args
 
     def param(arg: ast.arg, kind: ParamKind, default: ast.expr | None = None) -> Param:
         def written(node: ast.expr | None) -> str | None:
-            return ast.get_source_segment(source, node) if source and node else None
+            return segment(source, node) if source and node else None
 
         return Param(
             arg.arg, kind, code_of(default), code_of(arg.annotation),
@@ -181,21 +199,24 @@ def _body_code(function: Function) -> str:
 
 
 def method_edit(
-    old: Function | None, new: Function | None, source: str | None = None
+    old: Function | None, new: Function | None, source: Lines | None = None
 ) -> MethodEdit:
     """The edit that turns ``old`` into ``new`` (either may be None: added or removed);
-    ``source``: the text ``new`` was parsed from (defaults are written as there)."""
+    ``source``: the lines ``new`` was parsed from (defaults are written as there)."""
     if old is None or new is None:
         return MethodEdit(
             old.name if old is not None else None,
             new.name if new is not None else None,
         )
-    before = {p.name: p for p in params_of(old)}
-    after = {p.name: p for p in params_of(new, source)}
+    old_params, new_params = params_of(old), params_of(new, source)
+    before = {p.name: p for p in old_params}
+    after = {p.name: p for p in new_params}
+    added = _placed(new_params, set(before))
+    read = names_read(new) if added else set()
     return MethodEdit(
         old.name,
         new.name,
-        added=_placed(params_of(new, source), set(before)),
+        added=added,
         removed=tuple(name for name in before if name not in after),
         changed=tuple(
             p
@@ -203,10 +224,8 @@ def method_edit(
             if name in before and (before[name].kind, before[name].default) != (p.kind, p.default)
         ),
         body_changed=_body_code(old) != _body_code(new),
-        order=reordered(params_of(old), params_of(new)),
-        used=tuple(
-            p.name for p in params_of(new) if p.name not in before and p.name in names_read(new)
-        ),
+        order=reordered(old_params, new_params),
+        used=tuple(p.name for p in added if p.name in read),
     )
 
 
@@ -250,10 +269,10 @@ def class_methods(node: ast.ClassDef) -> dict[str, Function]:
 
 
 def class_edits(
-    before: ast.ClassDef, after: ast.ClassDef, focus: str, source: str | None = None
+    before: ast.ClassDef, after: ast.ClassDef, focus: str, source: Lines | None = None
 ) -> list[MethodEdit]:
     """The edits of a class that concern method ``focus`` (its name after the commit);
-    ``source``: the text ``after`` was parsed from.
+    ``source``: the lines ``after`` was parsed from.
 
     A method ``focus`` that appeared is a rename when exactly one method disappeared, or when
     one of several that did has the same body; or, when none disappeared, when exactly one
