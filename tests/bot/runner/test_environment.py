@@ -14,7 +14,7 @@ from bot.runner.environment import (
     requirements_of,
     target_python,
 )
-from bot.runner.verification import VerificationPlan, verify
+from bot.runner.verification import VerificationOutcome, VerificationPlan, verify
 from fixers.contracts.model import SPEC_WORKER_CONTRACT
 from fixers.sandbox import Limits, sandbox_problem
 from fixers.sweep.run import fix
@@ -75,52 +75,50 @@ def test_without_verify_the_verdict_names_repairbots_own_interpreter(tmp_path: P
     assert chosen.description.startswith("repairbot's own interpreter")
 
 
+def _plan(tiny_repo: TinyRepo, config: dict[str, str]) -> VerificationPlan:
+    """The fix of ``calc/ops.py`` on top of a base that adds ``config``."""
+    base = tiny_repo.commit(config, "the target's environment")
+    repo = TinyRepo(tiny_repo.path, base)
+    head = repo.commit({"calc/ops.py": OPS_FIXED})
+    return VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
+
+
+def _verify(plan: VerificationPlan, run_dir: Path, envs: Path) -> VerificationOutcome:
+    return verify(
+        plan, run_dir=run_dir, limits=Limits(timeout_s=300), reruns=0,
+        should_cancel=lambda: False, environments=envs,
+    )  # fmt: skip
+
+
 def test_a_target_with_its_own_dependency_verifies_in_a_uv_built_environment(
     tiny_repo: TinyRepo, tmp_path: Path
 ) -> None:
-    config = {
+    plan = _plan(tiny_repo, {
         "tests/test_ops.py": NEEDS_HUMANIZE,
         "requirements.txt": "humanize\n",
         ".repairbot.toml": '[verify]\nenvironment = "uv"\n',
-    }
-    base = tiny_repo.commit(config, "the target needs humanize")
-    repo = TinyRepo(tiny_repo.path, base)
-    head = repo.commit({"calc/ops.py": OPS_FIXED})
-    plan = VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
-    outcome = verify(
-        plan, run_dir=tmp_path / "run", limits=Limits(timeout_s=300), reruns=0,
-        should_cancel=lambda: False, environments=tmp_path / "envs",
-    )  # fmt: skip
+    })  # fmt: skip
+    outcome = _verify(plan, tmp_path / "run", tmp_path / "envs")
     assert outcome.verdict == "fixed", outcome.problems
     assert outcome.environment.startswith("uv environment ")
     assert "humanize " in outcome.environment and "missing" not in outcome.environment
     # Built once: a second verification reuses it.
     built = [p for p in (tmp_path / "envs").iterdir() if (p / ".complete").is_file()]
     assert len(built) == 1
-    again = verify(
-        plan, run_dir=tmp_path / "run2", limits=Limits(timeout_s=300), reruns=0,
-        should_cancel=lambda: False, environments=tmp_path / "envs",
-    )  # fmt: skip
+    again = _verify(plan, tmp_path / "run2", tmp_path / "envs")
     assert again.verdict == "fixed" and again.environment == outcome.environment
 
 
 def test_a_target_with_a_lock_verifies_with_its_pinned_versions(
     tiny_repo: TinyRepo, tmp_path: Path
 ) -> None:
-    config = {
+    plan = _plan(tiny_repo, {
         "tests/test_ops.py": NEEDS_HUMANIZE,
         "requirements.txt": "humanize\n",  # loose: the lock's pin is what must be installed
         "poetry.lock": POETRY_LOCK,
         ".repairbot.toml": '[verify]\nenvironment = "uv"\n',
-    }
-    base = tiny_repo.commit(config, "the target locks humanize")
-    repo = TinyRepo(tiny_repo.path, base)
-    head = repo.commit({"calc/ops.py": OPS_FIXED})
-    plan = VerificationPlan(repo.path, base, head, ["calc/ops.py"], FAILED, "cpu")
-    outcome = verify(
-        plan, run_dir=tmp_path / "run", limits=Limits(timeout_s=300), reruns=0,
-        should_cancel=lambda: False, environments=tmp_path / "envs",
-    )  # fmt: skip
+    })  # fmt: skip
+    outcome = _verify(plan, tmp_path / "run", tmp_path / "envs")
     assert outcome.verdict == "fixed", outcome.problems
     assert "humanize 4.9.0" in outcome.environment
 
