@@ -136,15 +136,18 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
     )
 
 
-def parse_signatures(document: str) -> tuple[Signature, ...]:
-    """Parse a signatures TOML document into its ordered signatures."""
+def _tables(document: str, source: str) -> list[dict[str, Any]]:
     try:
         data = tomllib.loads(document)
     except tomllib.TOMLDecodeError as exc:
-        raise SignatureError(f"signatures file is not valid TOML: {exc}") from exc
+        raise SignatureError(f"{source} is not valid TOML: {exc}") from exc
     entries = data.get("signature", [])
-    if not isinstance(entries, list) or not entries:
-        raise SignatureError("signatures file must hold at least one [[signature]] table")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise SignatureError(f"{source}: 'signature' must be an array of tables")
+    return entries
+
+
+def _ordered(entries: Sequence[Mapping[str, Any]]) -> tuple[Signature, ...]:
     signatures = tuple(parse_signature(entry, i) for i, entry in enumerate(entries, start=1))
     ids = [s.id for s in signatures]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -153,8 +156,28 @@ def parse_signatures(document: str) -> tuple[Signature, ...]:
     return signatures
 
 
+def parse_signatures(document: str) -> tuple[Signature, ...]:
+    """Parse a signatures TOML document into its ordered signatures."""
+    entries = _tables(document, "signatures file")
+    if not entries:
+        raise SignatureError("signatures file must hold at least one [[signature]] table")
+    return _ordered(entries)
+
+
+def declared_signature_tables() -> list[dict[str, Any]]:
+    """The ``[[signature]]`` tables codemods declare (``CodemodSpec.signatures``), in registry
+    order, each naming its codemod's ``fixer`` unless it names one itself."""
+    tables = []
+    for spec in builtin_codemods().codemods:
+        if spec.signatures:
+            source = f"codemod {spec.name}'s signatures"
+            tables += [{"fixer": spec.fixer, **t} for t in _tables(spec.signatures, source)]
+    return tables
+
+
 @cache
 def builtin_signatures() -> tuple[Signature, ...]:
-    """The signatures shipped with repairbot, in match order."""
+    """The signatures shipped with repairbot, then those codemods declare, in match order."""
     data = resources.files("fixers.classify").joinpath("signatures.toml")
-    return parse_signatures(data.read_text(encoding="utf-8"))
+    shipped = _tables(data.read_text(encoding="utf-8"), "signatures.toml")
+    return _ordered([*shipped, *declared_signature_tables()])

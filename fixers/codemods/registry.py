@@ -91,7 +91,9 @@ class CodemodSpec:
     steps in a file's plan (lower first); ``review`` how a pre-merge review offers its edit: a
     one-click ``suggestion`` (an edit of a few lines in place) or a ``patch`` block (a new
     method and the lines that call it); ``finder``, for a kind no built-in analysis finds, how
-    the sweep finds it (docs/extending.md).
+    the sweep finds it; ``signatures``, ``[[signature]]`` tables in TOML (the shape of
+    ``fixers/classify/signatures.toml``, ``fixer`` defaulting to this codemod's) that name the
+    kind in CI logs, tried after the shipped ones (docs/extending.md).
     """
 
     name: str
@@ -105,6 +107,7 @@ class CodemodSpec:
     examples: tuple[Example, ...] = ()
     review: Literal["suggestion", "patch"] = "suggestion"
     finder: Finder | None = None
+    signatures: str = ""
 
     def step(self, options: dict[str, object], classes: tuple[str, ...]) -> Step:
         """A step running this codemod's command with ``options`` on ``classes``."""

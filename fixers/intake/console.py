@@ -55,9 +55,13 @@ _CHAIN_PREFIXES = ("The above exception", "During handling")
 _LOCATION = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: \w[\w.]*$")
 
 
-@cache
 def _scanner() -> Scanner:
-    signature_anchors = tuple(s.anchor.encode() for s in builtin_signatures())
+    return _scanner_for(tuple(s.anchor.encode() for s in builtin_signatures()))
+
+
+@cache
+def _scanner_for(signature_anchors: tuple[bytes, ...]) -> Scanner:
+    # Keyed by the anchors: a codemod added at run time (its own signatures) gets a new scanner.
     return build_scanner(_STRUCTURE_ANCHORS + signature_anchors)
 
 

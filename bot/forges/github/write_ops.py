@@ -12,17 +12,32 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.forges.github.outbox import Written
 
 if TYPE_CHECKING:
-    from bot.forges.github.api import GitHubApi
+    from github.Repository import Repository
 
 STATUS_DESCRIPTION_MAX = 140
 COMMENT_MAX = 65_000
 log = logging.getLogger(__name__)
 Operations = tuple[Callable[[], Written], Callable[[], Written | None]]
+T = TypeVar("T")
+
+
+class WriteClient(Protocol):
+    """What a write needs of the GitHub client (``bot.forges.github.api.GitHubApi`` is one; the
+    protocol keeps this module below it instead of importing it back)."""
+
+    def repo(self, repository: str) -> Repository:
+        """A handle on ``owner/name``."""
+
+    def is_own_login(self, login: str) -> bool:
+        """Whether ``login`` is the bot's own account."""
+
+    def read(self, operation: Callable[[], T]) -> T:
+        """Run a read under the retry policy."""
 
 
 def comment_marker(key: str) -> str:
@@ -35,7 +50,7 @@ def comment_text(key: str, body: str, marked: bool) -> str:
     return body[:COMMENT_MAX] + (f"\n\n{comment_marker(key)}" if marked else "")
 
 
-def _comment(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+def _comment(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
     number, marked = int(request["number"]), bool(request["marked"])
     text = comment_text(key, str(request["body"]), marked)
     marker = comment_marker(key)
@@ -63,7 +78,7 @@ def _comment(api: GitHubApi, repository: str, key: str, request: dict[str, Any])
     return post, lambda: api.read(lookup)
 
 
-def _reaction(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+def _reaction(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
     number, comment_id = int(request["number"]), int(request["comment_id"])
 
     def post() -> Written:
@@ -74,7 +89,7 @@ def _reaction(api: GitHubApi, repository: str, key: str, request: dict[str, Any]
     return post, lambda: None  # GitHub itself makes a reaction idempotent
 
 
-def _status(api: GitHubApi, repository: str, key: str, request: dict[str, Any]) -> Operations:
+def _status(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
     target_url = request.get("target_url")
 
     def post() -> Written:
@@ -94,7 +109,7 @@ _KINDS = {"comment": _comment, "reaction": _reaction, "status": _status}
 
 
 def write_operations(
-    api: GitHubApi, kind: str, repository: str, key: str, request: dict[str, Any]
+    api: WriteClient, kind: str, repository: str, key: str, request: dict[str, Any]
 ) -> Operations:
     """The ``post`` and ``find`` of one write (``ValueError`` for a kind that is not one)."""
     build = _KINDS.get(kind)
