@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from urllib.parse import urlencode
 
 from bot.db.models import FixState, Verdict
+from fixers.repo.input_rules import MAX_SQL_INT
 
 PAGE_SIZE = 50
 UNVERIFIED = "unverified"
@@ -23,6 +24,14 @@ def _page(raw: str | None) -> int:
         return 1
 
 
+def _cursor(raw: str | None) -> int:
+    try:
+        value = int(raw or 0)
+    except ValueError:
+        return 0
+    return value if 0 < value <= MAX_SQL_INT else 0
+
+
 def _choice(raw: str | None, allowed: tuple[str, ...]) -> str:
     return raw if raw in allowed else ""
 
@@ -33,38 +42,44 @@ def _text(raw: str | None) -> str:
 
 @dataclass(frozen=True)
 class FixFilters:
-    """Filters of ``/``: repository, state, signature, verdict, free-text search, page."""
+    """Filters of ``/``: repository, state, signature, verdict, free-text search, and where the
+    page starts: ``before`` an id (older rows, newest first) or ``after`` one (newer rows).
+    Pages are keyed by id, not numbered: each costs the same however deep it is."""
 
     repository: str = ""
     state: str = ""
     signature: str = ""
     verdict: str = ""
     q: str = ""
-    page: int = 1
+    before: int = 0
+    after: int = 0
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> FixFilters:
         """Parse a query string; unknown states and verdicts are ignored, not errors."""
+        after = _cursor(params.get("after"))
         return cls(
             repository=_text(params.get("repository")),
             state=_choice(params.get("state"), FIX_STATES),
             signature=_text(params.get("signature"))[:64],
             verdict=_choice(params.get("verdict"), VERDICTS),
             q=_text(params.get("q")),
-            page=_page(params.get("page")),
+            before=0 if after else _cursor(params.get("before")),
+            after=after,
         )
 
     @property
     def active(self) -> bool:
-        """Whether any filter (not counting the page) is set."""
+        """Whether any filter (not counting where the page starts) is set."""
         return any((self.repository, self.state, self.signature, self.verdict, self.q))
 
     def query(self, **changes: str | int) -> str:
-        """The query string for these filters with ``changes`` applied (empty values dropped)."""
+        """The query string for these filters with ``changes`` applied (empty values dropped).
+        Changing a filter starts again at the newest rows."""
+        if any(name not in ("before", "after") for name in changes):
+            changes = {"before": 0, "after": 0, **changes}
         values = asdict(replace(self, **changes))  # type: ignore[arg-type]
-        if values["page"] == 1:
-            values.pop("page")
-        return urlencode({k: v for k, v in values.items() if v not in ("", None)})
+        return urlencode({k: v for k, v in values.items() if v not in ("", None, 0)})
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""``/quality``: how the bot's fix PRs landed, per signature and per codemod, counted in SQL.
+"""``/quality``: how the bot's fix PRs landed, per signature and per codemod.
 
-Every figure is an aggregate query over the database (no process keeps a counter), so every
-replica shows the same. The definitions, as the page states them:
+Every figure is read from the database's running totals (``bot.db.tally_fold``: kept by
+triggers in the database, so every replica shows the same, and a page reads a few hundred rows
+however many fix PRs there are). The definitions, as the page states them:
 
 - **opened**: fix PRs the bot opened (a row with a PR number).
 - **merged unchanged / after human edits**: merged with the bot's last pushed head, or with a
@@ -13,7 +14,8 @@ replica shows the same. The definitions, as the page states them:
 - **landed unchanged** (the headline): merged unchanged and not reverted ÷ decided (merged,
   closed unmerged or superseded); open PRs are not decided yet.
 - **failure → verified fix**: the first failure behind a fix received → the first of its
-  verifications that finished with the verdict ``fixed``; the median, in SQL.
+  verifications that finished with the verdict ``fixed``; the median is read from a histogram
+  of buckets 2% wide, so it is within 1% of the exact median (``bot.db.tally_parts``).
 - **device-minutes**: started → finished of every finished verification, summed by the device
   the runner recorded (``verifications.device``).
 
@@ -24,40 +26,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from sqlalchemy import (
-    ColumnElement,
-    Integer,
-    String,
-    Subquery,
-    and_,
-    case,
-    extract,
-    func,
-    literal_column,
-    select,
-    text,
-    true,
-    union_all,
-)
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.db.models import (
-    CiFailure,
-    Fix,
-    FixState,
-    RepairRun,
-    Suppression,
-    SuppressionReason,
-    Verdict,
-    Verification,
-)
+from bot.db.models import Fix, FixState
+from bot.db.tally_fold import read_totals
+from bot.db.tally_parts import DEVICE, TO_VERIFIED, Parts, histogram_median
 
 Grouping = Literal["all", "signature", "codemod"]
 GROUPINGS: tuple[Grouping, ...] = ("all", "signature", "codemod")
-KEYED = ("grouping", "key", "fix_id", "state", "edits")
-BY_KEY: tuple[Grouping, ...] = ("signature", "codemod")
 COUNTS = (
     "opened",
     "open",
@@ -69,7 +48,6 @@ COUNTS = (
     "reverted",
     "landed_unchanged",
 )
-UNKNOWN_DEVICE = "unknown device"
 EDITED_LIST = 20
 
 
@@ -146,219 +124,55 @@ class Quality:
     by_codemod: list[Outcomes]
     devices: list[DeviceTime]
     edited: list[EditedFix]
+    behind: int = 0  # changes not yet counted in the figures (0: exact)
 
 
-def epoch(session: Session, column: Any) -> ColumnElement[Any]:
-    """Seconds since the epoch of a timestamp column, in this database's own SQL."""
-    if session.get_bind().dialect.name == "sqlite":
-        return func.julianday(column) * 86400.0  # SQLite keeps UTC text; julianday reads it
-    return extract("epoch", column)
-
-
-def _constant(value: Grouping) -> ColumnElement[Any]:
-    # Inline SQL text (one of our own names), not a parameter: PostgreSQL must type a UNION's
-    # columns and GROUP BY them, which it cannot do for an untyped parameter.
-    return literal_column(f"'{value}'", String)
-
-
-def keyed(session: Session, groupings: tuple[Grouping, ...] = GROUPINGS) -> Subquery:
-    """``(grouping, key, fix_id, state, edits)`` for every opened fix PR: once under "all", once
-    under its signature, once per codemod it applied. Reads ``ix_fixes_outcomes`` alone."""
-    outcome = (Fix.id.label("fix_id"), Fix.state.label("state"), Fix.merged_with_edits)
-    opened = Fix.number.is_not(None)
-    parts = []
-    key: Any
-    for grouping in groupings:
-        if grouping == "codemod":
-            if session.get_bind().dialect.name == "sqlite":
-                each = func.json_each(Fix.codemods).table_valued("value", joins_implicitly=True)
-            else:
-                each = func.jsonb_array_elements_text(Fix.codemods).table_valued(
-                    "value", joins_implicitly=True
-                )
-            key = each.c.value
-            source = select(_constant(grouping), key, *outcome).select_from(Fix).join(each, true())
-        else:
-            key = Fix.signature if grouping == "signature" else _constant("all")
-            source = select(_constant(grouping), key, *outcome)
-        parts.append(source.where(opened))
-    first, *rest = parts
-    labelled = first.with_only_columns(
-        *(column.label(name) for column, name in zip(first.selected_columns, KEYED, strict=True)),
-        maintain_column_froms=True,
-    )
-    return union_all(labelled, *rest).subquery()
-
-
-def _count(condition: ColumnElement[bool]) -> ColumnElement[Any]:
-    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
-
-
-def _outcomes(key: str, counts: list[Any]) -> Outcomes:
+def _outcomes(key: str, measures: dict[str, tuple[int, float]]) -> Outcomes:
     row = Outcomes(key)
-    for name, count in zip(COUNTS, counts, strict=True):
-        setattr(row, name, int(count))
+    for name in COUNTS:
+        setattr(row, name, measures.get(name, (0, 0.0))[0])
+    row.median_to_verified = histogram_median(
+        (int(m.removeprefix(TO_VERIFIED)), count)
+        for m, (count, _) in measures.items()
+        if m.startswith(TO_VERIFIED)
+    )
+    row.device_seconds = {
+        m.removeprefix(DEVICE): seconds
+        for m, (_, seconds) in measures.items()
+        if m.startswith(DEVICE)
+    }
     return row
 
 
-def outcome_counts(
-    session: Session, groupings: tuple[Grouping, ...] = BY_KEY
-) -> dict[tuple[str, str], Outcomes]:
-    """Opened, open, merged unchanged/edited/unknown, closed, superseded, reverted and landed
-    unchanged, per ``(grouping, key)``: one query."""
-    rows = keyed(session, groupings)
-    reverted_ids = select(Suppression.fix_id).where(
-        Suppression.reason == SuppressionReason.REVERTED.value, Suppression.fix_id.is_not(None)
-    )
-    merged = rows.c.state == FixState.MERGED.value
-    reverted = rows.c.fix_id.in_(reverted_ids)
-    unchanged = and_(merged, rows.c.edits.is_(False))
-    query = select(
-        rows.c.grouping,
-        rows.c.key,
-        func.count(),
-        _count(rows.c.state == FixState.OPEN.value),
-        _count(unchanged),
-        _count(and_(merged, rows.c.edits.is_(True))),
-        _count(and_(merged, rows.c.edits.is_(None))),
-        _count(rows.c.state == FixState.CLOSED.value),
-        _count(rows.c.state == FixState.SUPERSEDED.value),
-        _count(reverted),
-        _count(and_(unchanged, ~reverted)),
-    ).group_by(rows.c.grouping, rows.c.key)
-    return {
-        (str(grouping), str(key)): _outcomes(str(key), counts)
-        for grouping, key, *counts in session.execute(query).all()
-    }
-
-
-def medians_to_verified(session: Session) -> dict[tuple[str, str], float]:
-    """Median seconds from the first failure to the first ``fixed`` verdict, per
-    ``(grouping, key)``: one query.
-
-    The median in portable SQL: each key's durations numbered in order, then the middle one
-    (odd count) or the mean of the middle two (even count).
-    """
-    rows = keyed(session)
-    # Per fix: its first "fixed" verdict, less its first failure (looked up by the runs' index;
-    # a join of two grouped subqueries would compare every pair of rows in SQLite).
-    failed_at = (
-        select(func.min(CiFailure.received_at))
-        .select_from(RepairRun)
-        .join(CiFailure, CiFailure.id == RepairRun.report_id)
-        .where(RepairRun.fix_id == Verification.fix_id)
-        .scalar_subquery()
-    )
-    took = epoch(session, func.min(Verification.finished_at)) - epoch(session, failed_at)
-    per_fix = (
-        select(Verification.fix_id, took.label("s"))
-        .where(Verification.verdict == Verdict.FIXED.value, Verification.finished_at.is_not(None))
-        .group_by(Verification.fix_id)
-        .subquery()
-    )
-    durations = (
-        select(rows.c.grouping, rows.c.key, per_fix.c.s)
-        .join(per_fix, per_fix.c.fix_id == rows.c.fix_id)
-        .subquery()
-    )
-    group = (durations.c.grouping, durations.c.key)
-    ranked = select(
-        *group,
-        durations.c.s,
-        # A fix with no failure recorded has no duration: numbered last, and not counted.
-        func.row_number()
-        .over(partition_by=group, order_by=durations.c.s.asc().nulls_last())
-        .label("rn"),
-        func.count(durations.c.s).over(partition_by=group).label("n"),
-    ).subquery()
-    n = ranked.c.n.cast(Integer)
-    middle = (
-        select(ranked.c.grouping, ranked.c.key, func.avg(ranked.c.s))
-        .where(ranked.c.rn.in_([(n + 1) // 2, (n + 2) // 2]))
-        .group_by(ranked.c.grouping, ranked.c.key)
-    )
-    return {
-        (str(grouping), str(key)): float(value)
-        for grouping, key, value in session.execute(middle).all()
-        if value is not None
-    }
-
-
-def _took(session: Session) -> ColumnElement[Any]:
-    return epoch(session, Verification.finished_at) - epoch(session, Verification.started_at)
-
-
-def _finished() -> ColumnElement[bool]:
-    return and_(Verification.started_at.is_not(None), Verification.finished_at.is_not(None))
-
-
-def device_seconds(session: Session) -> dict[tuple[str, str], dict[str, float]]:
-    """Seconds of finished verifications per ``(grouping, key)`` and device: one query."""
-    rows = keyed(session, BY_KEY)
-    query = (
-        select(rows.c.grouping, rows.c.key, Verification.device, func.sum(_took(session)))
-        .join(Verification, Verification.fix_id == rows.c.fix_id)
-        .where(_finished())
-        .group_by(rows.c.grouping, rows.c.key, Verification.device)
-    )
-    found: dict[tuple[str, str], dict[str, float]] = {}
-    for grouping, key, device, total in session.execute(query).all():
-        devices = found.setdefault((str(grouping), str(key)), {})
-        name = device or UNKNOWN_DEVICE
-        devices[name] = devices.get(name, 0.0) + float(total or 0.0)
+def grouped(figures: Parts) -> dict[Grouping, list[Outcomes]]:
+    """Each grouping's outcomes per key, most PRs first, from the running totals."""
+    measures: dict[tuple[str, str], dict[str, tuple[int, float]]] = {}
+    for (name, key, measure), value in figures.items():
+        if name.startswith("quality:"):
+            measures.setdefault((name.removeprefix("quality:"), key), {})[measure] = value
+    found: dict[Grouping, list[Outcomes]] = {g: [] for g in GROUPINGS}
+    for (grouping, key), values in measures.items():
+        if grouping in found:
+            found[grouping].append(_outcomes(key, values))
+    for rows in found.values():
+        rows.sort(key=lambda o: (-o.opened, o.key))
     return found
 
 
-def device_times(session: Session) -> list[DeviceTime]:
+def device_times(figures: Parts) -> list[DeviceTime]:
     """Every finished verification, by device: how many, and how long they took in all."""
-    query = (
-        select(Verification.device, func.count(Verification.id), func.sum(_took(session)))
-        .where(_finished())
-        .group_by(Verification.device)
-    )
-    found: dict[str, DeviceTime] = {}
-    for device, count, total in session.execute(query).all():
-        name = device or UNKNOWN_DEVICE  # NULL and a device named so are one line
-        was = found.get(name, DeviceTime(name, 0, 0.0))
-        found[name] = DeviceTime(name, was.verifications + count, was.seconds + float(total or 0))
-    return sorted(found.values(), key=lambda d: (-d.seconds, d.device))
+    found = [
+        DeviceTime(key, count, seconds)
+        for (name, key, _), (count, seconds) in figures.items()
+        if name == "device"
+    ]
+    return sorted(found, key=lambda d: (-d.seconds, d.device))
 
 
-def figures(session: Session) -> dict[Grouping, list[Outcomes]]:
-    """Each grouping's outcome counts, medians and device time per key, most PRs first.
-
-    The totals are the sums of the signatures' rows (each fix has one signature), which saves
-    scanning every fix once more; their median is the database's own.
-    """
-    found = outcome_counts(session)
-    found[("all", "all")] = total_of([o for (g, _), o in found.items() if g == "signature"])
-    for where, value in medians_to_verified(session).items():
-        if where in found:
-            found[where].median_to_verified = value
-    for where, devices in device_seconds(session).items():
-        if where in found:
-            found[where].device_seconds = devices
-        if where[0] == "signature":
-            for device, seconds in devices.items():
-                every = found[("all", "all")].device_seconds
-                every[device] = every.get(device, 0.0) + seconds
-    ordered = sorted(found.items(), key=lambda item: (-item[1].opened, item[1].key))
-    return {g: [o for (grouping, _), o in ordered if grouping == g] for g in GROUPINGS}
-
-
-def total_of(rows: list[Outcomes]) -> Outcomes:
-    """The counts of ``rows`` added up, under the key "all"."""
-    total = Outcomes("all")
-    for row in rows:
-        for name in COUNTS:
-            setattr(total, name, getattr(total, name) + getattr(row, name))
-    return total
-
-
-def headline(session: Session) -> Outcomes:
+def headline(figures: Parts) -> Outcomes:
     """The totals over every fix PR (the header of ``/`` shows its landed-unchanged rate)."""
-    without_jit(session)
-    return outcome_counts(session, ("all",)).get(("all", "all"), Outcomes("all"))
+    rows = grouped(figures)["all"]
+    return rows[0] if rows else Outcomes("all")
 
 
 def edited_fixes(session: Session, limit: int = EDITED_LIST) -> list[EditedFix]:
@@ -372,25 +186,15 @@ def edited_fixes(session: Session, limit: int = EDITED_LIST) -> list[EditedFix]:
     return [EditedFix(*row) for row in rows]
 
 
-def without_jit(session: Session) -> None:
-    """On PostgreSQL, no JIT compilation for the rest of this transaction.
-
-    Its row estimate for a set-returning function (100 codemods per fix) makes the planner
-    expect millions of rows, so it JIT-compiles the aggregates: measured with 10,000 fixes,
-    625 ms of the medians' 724 ms was compiling, for a query that runs in about 100 ms.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET LOCAL jit = off"))
-
-
 def quality(session: Session) -> Quality:
     """Everything ``/quality`` shows."""
-    without_jit(session)
-    grouped = figures(session)
+    totals = read_totals(session, ("quality:all", "quality:signature", "quality:codemod", "device"))
+    by = grouped(totals.figures)
     return Quality(
-        total=grouped["all"][0] if grouped["all"] else Outcomes("all"),
-        by_signature=grouped["signature"],
-        by_codemod=grouped["codemod"],
-        devices=device_times(session),
+        total=by["all"][0] if by["all"] else Outcomes("all"),
+        by_signature=by["signature"],
+        by_codemod=by["codemod"],
+        devices=device_times(totals.figures),
         edited=edited_fixes(session),
+        behind=totals.behind,
     )

@@ -1,23 +1,29 @@
-"""The fix PR list: filtered and paginated in SQL, one page of rows loaded at a time."""
+"""The fix PR list: filtered in SQL, one page of rows at a time, keyed by id (no OFFSET: a deep
+page costs what the first does), every filter on an index, search on a trigram index (SQLite
+FTS5 or PostgreSQL pg_trgm, migration 0014), totals from the running totals."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, cast, func, literal_column, or_, select, table
 from sqlalchemy.orm import Session
 
 from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
 from bot.dashboard.formatting import seconds_between
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
+from bot.db.tally_parts import Parts
 
 # The class of a ``fixes.violations`` line: its last code span, right before ``(kind)``.
 CLASS_IN_VIOLATION = re.compile(r"`([^`]+)` \([^()`]*\)\s*$")
 FACET_LIMIT = 200
+COUNT_CAP = 1_000  # a filter no running total counts is counted up to here ("1000+")
+SEARCH_TABLE = "fixes_search"
+# As migration 0014 joins the searched columns for pg_trgm: the expression must be the same.
+SEARCH_SEPARATOR = literal_column("chr(31)", Text)
 
 
 @dataclass(frozen=True)
@@ -63,12 +69,32 @@ class FixRow:
 
 @dataclass(frozen=True)
 class FixPage:
-    """One page of the filtered list, with the totals the pager needs."""
+    """One page of the filtered list, the total it is part of (``exact`` False: at least that
+    many, the count stopped at ``COUNT_CAP``), and the cursors of the pages either side."""
 
     rows: list[FixRow]
     total: int
-    page: int
-    pages: int
+    exact: bool
+    newer: int | None  # ``after`` for the page of newer rows, None when there are none
+    older: int | None  # ``before`` for the page of older rows
+
+
+LIST_TOTALS = ("fix_state", "fix_repository", "fix_signature")
+LIST_COLUMNS = (
+    Fix.id,
+    Fix.repository,
+    Fix.number,
+    Fix.url,
+    Fix.title,
+    Fix.signature,
+    Fix.state,
+    Fix.state_reason,
+    Fix.branch,
+    Fix.files,
+    Fix.violations,
+    Fix.created_at,
+    Fix.closed_at,
+)
 
 
 def classes_of(violations: list[Any]) -> list[str]:
@@ -92,7 +118,7 @@ def latest_verdict() -> Any:
     )
 
 
-def fix_conditions(filters: FixFilters) -> list[ColumnElement[bool]]:
+def fix_conditions(session: Session, filters: FixFilters) -> list[ColumnElement[bool]]:
     """The WHERE clauses for ``filters``."""
     conditions: list[ColumnElement[bool]] = []
     if filters.repository:
@@ -106,14 +132,44 @@ def fix_conditions(filters: FixFilters) -> list[ColumnElement[bool]]:
     elif filters.verdict:
         conditions.append(latest_verdict() == filters.verdict)
     if filters.q:
-        conditions.append(_search(filters.q))
+        conditions.append(_search(session, filters.q))
     return conditions
 
 
-def _search(q: str) -> ColumnElement[bool]:
+def _has_search_table(session: Session) -> bool:
+    connection = session.connection()
+    return bool(
+        connection.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SEARCH_TABLE,)
+        ).first()
+    )
+
+
+def _search(session: Session, q: str) -> ColumnElement[bool]:
     number = q.removeprefix("#")
     if number.isdigit() and len(number) < 10:
         return or_(Fix.id == int(number), Fix.number == int(number))
+    pattern = "%" + q.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+    if session.get_bind().dialect.name == "postgresql":
+        # The very expression migration 0014 indexed with gin_trgm_ops.
+        searched = (
+            Fix.title
+            + SEARCH_SEPARATOR
+            + Fix.repository
+            + SEARCH_SEPARATOR
+            + Fix.branch
+            + SEARCH_SEPARATOR
+            + cast(Fix.violations, Text)
+        )
+        return searched.ilike(pattern, escape="/")
+    if len(q) >= 3 and _has_search_table(session):
+        phrase = '"' + q.replace('"', '""') + '"'  # one FTS5 string: the text as typed
+        matches: Select[Any] = (
+            select(literal_column("rowid"))
+            .select_from(table(SEARCH_TABLE))
+            .where(literal_column(SEARCH_TABLE).op("MATCH")(phrase))
+        )
+        return Fix.id.in_(matches)
     return or_(
         *(
             column.icontains(q, autoescape=True)
@@ -122,61 +178,87 @@ def _search(q: str) -> ColumnElement[bool]:
     )
 
 
-def list_fixes(session: Session, *, filters: FixFilters) -> FixPage:
-    """One page of fix PRs, newest first, filtered in SQL."""
-    conditions = fix_conditions(filters)
-    total = session.scalar(select(func.count(Fix.id)).where(*conditions)) or 0
-    pages = max(1, math.ceil(total / PAGE_SIZE))
-    page = min(filters.page, pages)
-    rows = session.execute(
-        select(
-            Fix.id,
-            Fix.repository,
-            Fix.number,
-            Fix.url,
-            Fix.title,
-            Fix.signature,
-            Fix.state,
-            Fix.state_reason,
-            Fix.branch,
-            Fix.files,
-            Fix.violations,
-            Fix.created_at,
-            Fix.closed_at,
+def _total(session: Session, filters: FixFilters, figures: Parts) -> tuple[int, bool]:
+    facets = [
+        (name, value)
+        for name, value in (
+            ("fix_state", filters.state),
+            ("fix_repository", filters.repository),
+            ("fix_signature", filters.signature),
         )
-        .where(*conditions)
-        .order_by(Fix.id.desc())
-        .limit(PAGE_SIZE)
-        .offset((page - 1) * PAGE_SIZE)
-    ).all()
+        if value
+    ]
+    if not (filters.verdict or filters.q or len(facets) > 1):
+        if not facets:
+            return sum(c for (n, _, _), (c, _) in figures.items() if n == "fix_state"), True
+        [(name, value)] = facets
+        return figures.get((name, value, ""), (0, 0.0))[0], True
+    matching = select(Fix.id).where(*fix_conditions(session, filters)).limit(COUNT_CAP + 1)
+    counted = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
+    return min(counted, COUNT_CAP), counted <= COUNT_CAP
+
+
+def _page_rows(session: Session, filters: FixFilters) -> tuple[list[Any], int | None, int | None]:
+    conditions = fix_conditions(session, filters)
+    query = select(*LIST_COLUMNS).where(*conditions).limit(PAGE_SIZE + 1)
+    if filters.after:
+        rows = list(session.execute(query.where(Fix.id > filters.after).order_by(Fix.id.asc())))
+        more_newer, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE][::-1]
+        more_older = bool(rows) or _exists(session, conditions, Fix.id <= filters.after)
+        edge = rows[-1].id if rows else filters.after + 1
+        return rows, rows[0].id if more_newer else None, edge if more_older else None
+    if filters.before:
+        query = query.where(Fix.id < filters.before)
+    rows = list(session.execute(query.order_by(Fix.id.desc())))
+    more_older, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
+    newer = None
+    if filters.before:
+        first = rows[0].id if rows else filters.before - 1
+        newer = first if _exists(session, conditions, Fix.id > first) else None
+    return rows, newer, rows[-1].id if more_older else None
+
+
+def _exists(
+    session: Session, conditions: list[ColumnElement[bool]], where: ColumnElement[bool]
+) -> bool:
+    return session.scalar(select(Fix.id).where(*conditions, where).limit(1)) is not None
+
+
+def list_fixes(session: Session, *, filters: FixFilters, figures: Parts) -> FixPage:
+    """One page of fix PRs, newest first, filtered in SQL (``figures``: the running totals of
+    ``LIST_TOTALS``)."""
+    rows, newer, older = _page_rows(session, filters)
+    total, exact = _total(session, filters, figures)
     ids = [row.id for row in rows]
     verifications = latest_verifications(session, fix_ids=ids)
     failures = first_failures(session, fix_ids=ids)
     return FixPage(
-        rows=[
-            FixRow(
-                id=row.id,
-                repository=row.repository,
-                number=row.number,
-                url=row.url,
-                title=row.title,
-                signature=row.signature,
-                state=row.state,
-                state_reason=row.state_reason,
-                branch=row.branch,
-                files=[str(path) for path in row.files or []],
-                classes=classes_of(row.violations or []),
-                violation_count=len(row.violations or []),
-                created_at=row.created_at,
-                closed_at=row.closed_at,
-                failure_at=failures.get(row.id),
-                verification=verifications.get(row.id),
-            )
-            for row in rows
-        ],
+        rows=[_row(row, verifications.get(row.id), failures.get(row.id)) for row in rows],
         total=total,
-        page=page,
-        pages=pages,
+        exact=exact,
+        newer=newer,
+        older=older,
+    )
+
+
+def _row(row: Any, verification: VerificationSummary | None, failure_at: datetime | None) -> FixRow:
+    return FixRow(
+        id=row.id,
+        repository=row.repository,
+        number=row.number,
+        url=row.url,
+        title=row.title,
+        signature=row.signature,
+        state=row.state,
+        state_reason=row.state_reason,
+        branch=row.branch,
+        files=[str(path) for path in row.files or []],
+        classes=classes_of(row.violations or []),
+        violation_count=len(row.violations or []),
+        created_at=row.created_at,
+        closed_at=row.closed_at,
+        failure_at=failure_at,
+        verification=verification,
     )
 
 
@@ -189,7 +271,20 @@ def latest_verifications(session: Session, *, fix_ids: list[int]) -> dict[int, V
         .where(Verification.fix_id.in_(fix_ids))
         .group_by(Verification.fix_id)
     )
-    found = session.scalars(select(Verification).where(Verification.id.in_(newest))).all()
+    # The summary's columns only: a verification's log and results are large.
+    found = session.execute(
+        select(
+            Verification.id,
+            Verification.fix_id,
+            Verification.state,
+            Verification.verdict,
+            Verification.device,
+            Verification.queue,
+            Verification.requested_queue,
+            Verification.on_requested_device,
+            Verification.finished_at,
+        ).where(Verification.id.in_(newest))
+    ).all()
     return {
         v.fix_id: VerificationSummary(
             id=v.id,
@@ -218,23 +313,16 @@ def first_failures(session: Session, *, fix_ids: list[int]) -> dict[int, datetim
     return {fix_id: received for fix_id, received in rows if fix_id is not None}
 
 
-def facets(session: Session) -> dict[str, list[str]]:
+def facets(figures: Parts) -> dict[str, list[str]]:
     """The values the filter menus offer: repositories and signatures seen on fixes."""
-    return {
-        "repositories": list(
-            session.scalars(
-                select(Fix.repository).distinct().order_by(Fix.repository).limit(FACET_LIMIT)
-            )
-        ),
-        "signatures": list(
-            session.scalars(
-                select(Fix.signature).distinct().order_by(Fix.signature).limit(FACET_LIMIT)
-            )
-        ),
-    }
+    found: dict[str, list[str]] = {"repositories": [], "signatures": []}
+    menus = {"fix_repository": "repositories", "fix_signature": "signatures"}
+    for (name, key, _), (count, _) in figures.items():
+        if name in menus and count > 0:
+            found[menus[name]].append(key)
+    return {menu: sorted(values)[:FACET_LIMIT] for menu, values in found.items()}
 
 
-def state_counts(session: Session) -> dict[str, int]:
+def state_counts(figures: Parts) -> dict[str, int]:
     """How many fix PRs are in each state."""
-    rows = session.execute(select(Fix.state, func.count(Fix.id)).group_by(Fix.state)).all()
-    return {state: count for state, count in rows}
+    return {key: count for (name, key, _), (count, _) in figures.items() if name == "fix_state"}

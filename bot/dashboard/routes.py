@@ -14,13 +14,15 @@ from bot.dashboard import charts
 from bot.dashboard.detail import load_fix
 from bot.dashboard.failures import list_failures
 from bot.dashboard.filters import FIX_STATES, VERDICTS, FailureFilters, FixFilters
+from bot.dashboard.formatting import aware
 from bot.dashboard.highlight import highlight_diff
 from bot.dashboard.quality import headline, quality
-from bot.dashboard.queries import facets, list_fixes, state_counts
+from bot.dashboard.queries import LIST_TOTALS, facets, list_fixes, state_counts
 from bot.dashboard.render import page
-from bot.dashboard.stats import overview
+from bot.dashboard.stats import OVERVIEW_TOTALS, chart_start, overview
 from bot.db.models import Verdict, utcnow
 from bot.db.request_scope import get_read_session
+from bot.db.tally_fold import read_totals
 from fixers.repo.input_rules import MAX_SQL_INT
 
 router = APIRouter(include_in_schema=False)
@@ -37,14 +39,22 @@ def install(app: FastAPI) -> None:
 
 def _fixes_context(session: Session, filters: FixFilters) -> dict[str, Any]:
     now = utcnow()
-    summary = overview(session, now=now)
+    today = (aware(now) or now).date()
+    totals = read_totals(
+        session,
+        (*OVERVIEW_TOTALS, *LIST_TOTALS, "quality:all"),
+        since={"fix_day": chart_start(today).isoformat()},
+    )
+    summary = overview(session, now=now, figures=totals.figures)
     return {
         "now": now,
         "filters": filters,
-        "listing": list_fixes(session, filters=filters),
+        "listing": list_fixes(session, filters=filters, figures=totals.figures),
         "overview": summary,
-        "state_counts": state_counts(session),
-        "quality": headline(session),
+        "state_counts": state_counts(totals.figures),
+        "quality": headline(totals.figures),
+        "behind": totals.behind,
+        "facets": facets(totals.figures),
         "charts": [
             charts.fixes_per_day(summary.days, summary.per_day, FIX_STATES),
             charts.verdict_split(summary.verdicts, VERDICT_ORDER),
@@ -59,7 +69,7 @@ def fixes_page(request: Request, session: SessionDep) -> Response:
     started = time.perf_counter()
     filters = FixFilters.from_params(request.query_params)
     context = _fixes_context(session, filters)
-    context.update(facets=facets(session), states=FIX_STATES, verdicts=VERDICTS)
+    context.update(states=FIX_STATES, verdicts=VERDICTS)
     return page(request, "fixes.html", started=started, **context)
 
 

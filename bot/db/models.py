@@ -232,15 +232,19 @@ class Fix(Base):
         Index("ix_fixes_state_created", "state", "created_at"),
         # ... and the quality figures (bot.dashboard.quality) this one: rows are wide (diff, body).
         Index("ix_fixes_outcomes", "signature", "state", "merged_with_edits", "number", "codemods"),
+        # The list's filters, newest first (keyset pagination on the id).
+        Index("ix_fixes_repository_id", "repository", "id"),
+        Index("ix_fixes_signature_id", "signature", "id"),
+        Index("ix_fixes_state_id", "state", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     forge: Mapped[str] = mapped_column(String(16))
-    repository: Mapped[str] = mapped_column(Text, index=True)
+    repository: Mapped[str] = mapped_column(Text)
     number: Mapped[int | None] = mapped_column(Integer)
     url: Mapped[str | None] = mapped_column(Text)
     dedupe_key: Mapped[str] = mapped_column(String(64))
-    signature: Mapped[str] = mapped_column(String(64), index=True)
+    signature: Mapped[str] = mapped_column(String(64))
     base_ref: Mapped[str | None] = mapped_column(String(200))
     base_sha: Mapped[str] = mapped_column(String(64))
     branch: Mapped[str] = mapped_column(String(200))
@@ -307,6 +311,7 @@ class Verification(Base):
         Index(
             "ix_verifications_outcomes", "fix_id", "verdict", "device", "started_at", "finished_at"
         ),
+        Index("ix_verifications_verdict_fix", "verdict", "fix_id"),
     )
 
 

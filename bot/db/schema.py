@@ -8,7 +8,14 @@ from __future__ import annotations
 from sqlalchemy import MetaData
 
 from bot.db import models
-from bot.db.records import bot_events, contract_checks, github_writes, opt_outs, pr_notices
+from bot.db.records import (
+    bot_events,
+    contract_checks,
+    github_writes,
+    opt_outs,
+    pr_notices,
+    tallies,
+)
 
-TABLE_MODULES = (models, bot_events, contract_checks, github_writes, opt_outs, pr_notices)
+TABLE_MODULES = (models, bot_events, contract_checks, github_writes, opt_outs, pr_notices, tallies)
 METADATA: MetaData = models.Base.metadata

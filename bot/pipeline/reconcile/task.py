@@ -20,6 +20,7 @@ from bot.db.crud import (
 from bot.db.models import RunState, utcnow
 from bot.db.records.contract_checks import stale_queued_checks
 from bot.db.session import read_scope, session_scope
+from bot.db.tally_fold import fold_backlog
 from bot.pipeline.fan_out.task import resend_pending
 from bot.pipeline.github_send import resend_pending_writes
 from bot.pipeline.reconcile.lost_runs import attempt_alive, lost_again, resent_reason
@@ -83,6 +84,7 @@ def reconcile_once(settings: Settings) -> int:
                 resend_after_s=settings.stale_after_s,
             )
         )
+    fold_backlog(url)  # the dashboard's running totals: counted here, read by every page
     return sent
 
 

@@ -18,9 +18,12 @@ from bot.dashboard.results import test_results as read_results
     ("params", "expected"),
     [
         ({}, FixFilters()),
-        ({"state": "merged", "page": "3"}, FixFilters(state="merged", page=3)),
-        ({"state": "<b>", "verdict": "maybe", "page": "-4"}, FixFilters(page=1)),
-        ({"page": "1e9"}, FixFilters(page=1)),
+        ({"state": "merged", "before": "3"}, FixFilters(state="merged", before=3)),
+        ({"state": "<b>", "verdict": "maybe", "before": "-4"}, FixFilters()),
+        ({"before": "1e9", "after": "x"}, FixFilters()),
+        ({"before": str(2**63)}, FixFilters()),  # no column holds it: the newest page
+        ({"before": "9", "after": "4"}, FixFilters(after=4)),  # one direction at a time
+        ({"page": "3"}, FixFilters()),  # numbered pages are gone: the newest page
         ({"q": "  x" + "y" * 500}, FixFilters(q="x" + "y" * 199)),
         ({"verdict": "unverified"}, FixFilters(verdict="unverified")),
     ],
@@ -29,10 +32,11 @@ def test_filters_parse_leniently(params, expected):
     assert FixFilters.from_params(params) == expected
 
 
-def test_filter_query_keeps_other_filters_and_drops_page_one():
-    filters = FixFilters(state="open", q="a&b", page=4)
-    assert filters.query() == "state=open&q=a%26b&page=4"
-    assert filters.query(page=1) == "state=open&q=a%26b"
+def test_filter_query_keeps_other_filters_and_starts_again_when_one_changes():
+    filters = FixFilters(state="open", q="a&b", before=40)
+    assert filters.query() == "state=open&q=a%26b&before=40"
+    assert filters.query(after=12, before=0) == "state=open&q=a%26b&after=12"
+    assert filters.query(state="merged") == "state=merged&q=a%26b"
 
 
 @pytest.mark.parametrize(

@@ -82,15 +82,21 @@ def test_filters_and_search(settings, client, query, expected):
     assert _rows(client.get(f"/?{query}").text) == expected
 
 
-def test_pagination_happens_in_sql_and_links_keep_filters(settings, client):
+def test_pages_are_keyed_by_id_and_links_keep_filters(settings, client):
     with session_scope(settings.resolved_database_url) as session:
         for n in range(1, 56):
             seed.fix(session, n=n)
     first = client.get("/?state=open").text
     assert _rows(first) == list(range(55, 5, -1))
-    assert 'href="/?state=open&amp;page=2"' in first and "Page 1 of 2" in first
-    assert _rows(client.get("/?state=open&page=2").text) == [5, 4, 3, 2, 1]
-    assert _rows(client.get("/?state=open&page=99").text) == [5, 4, 3, 2, 1]  # clamped
+    assert "<b>55</b> fix PRs match" in first
+    assert 'href="/?state=open&amp;before=6"' in first and 'rel="prev"' not in first
+    older = client.get("/?state=open&before=6").text
+    assert _rows(older) == [5, 4, 3, 2, 1]
+    assert 'href="/?state=open&amp;after=5"' in older and 'rel="next"' not in older
+    assert _rows(client.get("/?state=open&after=5").text) == list(range(55, 5, -1))
+    assert _rows(client.get("/?state=open&after=40").text) == list(range(55, 40, -1))
+    assert _rows(client.get("/?state=open&before=99999").text) == list(range(55, 5, -1))
+    assert _rows(client.get("/?state=open&before=1").text) == []  # nothing older
 
 
 def test_fix_page_has_timeline_diff_findings_verification_and_commands(settings, client):
