@@ -54,21 +54,36 @@ def render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
 
 
-def page(
-    request: Request, name: str, *, started: float, status_code: int = 200, **context: Any
-) -> Response:
-    """An HTML response with the security headers, an ETag, and the server time it took.
-
-    A request whose ``If-None-Match`` equals the ETag gets 304 and no body: the live refresh
-    polls with it, so an unchanged page costs no bytes on the wire and no DOM work.
-    """
-    body = render(name, **context).encode()
-    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {
+def _headers(etag: str, started: float) -> dict[str, str]:
+    return {
         **SECURITY_HEADERS,
         "ETag": etag,
         "Server-Timing": f"app;dur={(time.perf_counter() - started) * 1000:.1f}",
     }
+
+
+def not_modified(etag: str, *, started: float) -> Response:
+    """304 with ``etag``: what the live refresh gets when its page's data did not move."""
+    return Response(status_code=304, headers=_headers(etag, started))
+
+
+def page(
+    request: Request,
+    name: str,
+    *,
+    started: float,
+    status_code: int = 200,
+    etag: str | None = None,
+    **context: Any,
+) -> Response:
+    """An HTML response with the security headers, an ETag, and the server time it took.
+
+    A request whose ``If-None-Match`` equals the ETag gets 304 and no body: the live refresh
+    polls with it, so an unchanged page costs no bytes on the wire and no DOM work. The ETag
+    is the body's hash unless the caller knows the data's version (``etag``).
+    """
+    body = render(name, **context).encode()
+    etag = etag or f'"{hashlib.sha256(body).hexdigest()[:32]}"'
     if status_code == 200 and request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers=headers)
-    return HTMLResponse(body, status_code=status_code, headers=headers)
+        return not_modified(etag, started=started)
+    return HTMLResponse(body, status_code=status_code, headers=_headers(etag, started))

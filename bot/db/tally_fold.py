@@ -42,6 +42,7 @@ from bot.db.tally_parts import (
 
 Owner = tuple[str, int]  # (kind, id): a fix PR or a report
 FOLD_BATCH = 2000
+CHANGES = ("changes", "all", "")  # the total of folded marks (``data_version``)
 PENDING_LIMIT = 2000  # a page counts at most this many unfolded rows itself
 # pg_try_advisory_xact_lock's key: one fold at a time (two would count a shared report twice).
 FOLD_LOCK = 0x7A11E5
@@ -225,16 +226,31 @@ def counted_parts(session: Session, owners: set[Owner]) -> dict[Owner, Parts]:
     return found
 
 
-def _unfolded(session: Session, limit: int, *, lock: bool) -> list[Owner]:
-    query = select(TallyDirty.kind, TallyDirty.owner_id).order_by(
+def _unfolded(session: Session, limit: int, *, lock: bool) -> dict[Owner, int]:
+    query = select(TallyDirty.kind, TallyDirty.owner_id, TallyDirty.marks).order_by(
         TallyDirty.kind, TallyDirty.owner_id
     )
     if lock and session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
-    return [(kind, owner_id) for kind, owner_id in session.execute(query.limit(limit))]
+    return {(kind, i): marks for kind, i, marks in session.execute(query.limit(limit))}
 
 
-def _changes(session: Session, marked: list[Owner]) -> tuple[set[Owner], dict[Owner, Parts], Parts]:
+def data_version(session: Session) -> int:
+    """Every change the triggers ever marked, folded or not: one statement, reading one row of
+    ``tallies`` by its key and the (short) backlog. It moves whenever a watched column of a fix
+    PR, verification, run, report or suppression changes."""
+    folded = (
+        select(Tally.count)
+        .where(Tally.name == CHANGES[0], Tally.key == CHANGES[1], Tally.measure == CHANGES[2])
+        .scalar_subquery()
+    )
+    waiting = select(func.coalesce(func.sum(TallyDirty.marks), 0)).scalar_subquery()
+    return int(session.scalar(select(func.coalesce(folded, 0) + waiting)) or 0)
+
+
+def _changes(
+    session: Session, marked: Iterable[Owner]
+) -> tuple[set[Owner], dict[Owner, Parts], Parts]:
     owners = _with_their_reports(session, marked)
     new = current_parts(session, owners)
     old = counted_parts(session, owners)
@@ -259,7 +275,7 @@ def read_totals(
         select(Tally.name, Tally.key, Tally.measure, Tally.count, Tally.seconds).where(wanted)
     )
     figures: Parts = {(n, k, m): (c, s) for n, k, m, c, s in rows}
-    marked = _unfolded(session, limit + 1, lock=False)
+    marked = list(_unfolded(session, limit + 1, lock=False))
     behind = 0
     if len(marked) > limit:
         behind = (session.scalar(select(func.count()).select_from(TallyDirty)) or 0) - limit
@@ -327,6 +343,7 @@ def fold(session: Session, batch: int = FOLD_BATCH) -> int:
     if not marked:
         return 0
     _, new, delta = _changes(session, marked)
+    delta[CHANGES] = (sum(marked.values()), 0.0)  # the marks move here: the version stays
     _apply(session, delta)
     _replace_parts(session, new)
     for kind in (FIX, REPORT):

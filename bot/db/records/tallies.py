@@ -10,7 +10,9 @@ Three tables:
   ``tallies`` as last counted, so a change to one row is counted again as a difference.
 - ``tally_dirty``: the rows changed since they were last counted. Database triggers
   (migration 0014) mark them in the same transaction as the change, whatever code made it;
-  ``bot.db.tally_fold`` counts them again (the reconciler durably, a page in memory).
+  ``bot.db.tally_fold`` counts them again (the reconciler durably, a page in memory). Every
+  change adds a mark; a fold moves its rows' marks into the ``changes`` total, so all marks
+  ever made, folded or not, are the data version the live refresh compares.
 
 The figures are defined in ``bot.db.tally_parts``.
 """
@@ -53,9 +55,11 @@ class TallyPart(Base):
 
 
 class TallyDirty(Base):
-    """A fix PR or report changed since its parts were last counted (marked by triggers)."""
+    """A fix PR or report changed since its parts were last counted (marked by triggers), and
+    how many changes it had since (each adds one to the list's data version)."""
 
     __tablename__ = "tally_dirty"
 
     kind: Mapped[str] = mapped_column(String(1), primary_key=True)
     owner_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    marks: Mapped[int] = mapped_column(BigInteger, server_default="1")

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event, update
 
 from bot.app import create_app
-from bot.db.session import session_scope
+from bot.dashboard import routes as dashboard_routes
+from bot.db.models import Fix
+from bot.db.session import engine_for, session_scope
+from bot.db.tally_fold import fold_backlog
 from tests.bot.dashboard import seed
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
@@ -175,17 +182,36 @@ def test_no_inline_scripts_and_a_strict_csp(client):
     assert client.get("/static/live.js").status_code == 200
 
 
-def test_partial_answers_304_when_nothing_changed(settings, client):
-    with session_scope(settings.resolved_database_url) as session:
+def test_partial_answers_304_when_nothing_changed(settings, client, monkeypatch):
+    # One minute for the whole test: the ETag moves with the clock's minute (ages on the page).
+    monkeypatch.setattr(dashboard_routes, "utcnow", lambda: seed.T0 + timedelta(days=1))
+    url = settings.resolved_database_url
+    with session_scope(url) as session:
         seed.fix(session, n=1)
     first = client.get("/partials/fixes")
     assert first.status_code == 200 and _rows(first.text) == [1]
     etag = first.headers["etag"]
+    statements: list[str] = []
+    event.listen(engine_for(url), "before_cursor_execute", _recorder(statements))
     assert client.get("/partials/fixes", headers={"If-None-Match": etag}).status_code == 304
-    with session_scope(settings.resolved_database_url) as session:
-        seed.fix(session, n=2)
+    assert len([s for s in statements if s.lstrip().upper().startswith("SELECT")]) == 1
+    fold_backlog(url)  # the reconciler counting the changes moves nothing on the page
+    assert client.get("/partials/fixes", headers={"If-None-Match": etag}).status_code == 304
+    with session_scope(url) as session:
+        session.execute(update(Fix).where(Fix.id == 1).values(title="Renamed by a human"))
     changed = client.get("/partials/fixes", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and "Renamed by a human" in changed.text
+    with session_scope(url) as session:
+        seed.fix(session, n=2)
+    changed = client.get("/partials/fixes", headers={"If-None-Match": changed.headers["etag"]})
     assert changed.status_code == 200 and _rows(changed.text) == [2, 1]
+
+
+def _recorder(statements: list[str]) -> Callable[..., None]:
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    return record
 
 
 def test_failures_lists_unclassified_with_top_error_and_filters(settings, client):

@@ -28,15 +28,20 @@ branch_labels = None
 depends_on = None
 
 # (table, trigger columns for UPDATE OF, marks: (kind, the row's column naming the owner))
+# The columns are what the totals count and what the fix list shows (every change to them also
+# moves the list's data version, which the live refresh compares).
+FIX_COLUMNS = (
+    "repository, signature, state, number, merged_with_edits, codemods, title, url, branch, "
+    "files, violations, state_reason, closed_at"
+)
+VERIFICATION_COLUMNS = (
+    "fix_id, verdict, device, started_at, finished_at, state, queue, on_requested_device"
+)
 WATCHED = (
-    ("fixes", "repository, signature, state, number, merged_with_edits, codemods", (("f", "id"),)),
-    (
-        "verifications",
-        "fix_id, verdict, device, started_at, finished_at",
-        (("f", "fix_id"),),
-    ),
+    ("fixes", FIX_COLUMNS, (("f", "id"),)),
+    ("verifications", VERIFICATION_COLUMNS, (("f", "fix_id"),)),
     ("repair_runs", "report_id, state, fix_id", (("r", "report_id"), ("f", "fix_id"))),
-    ("reports", "received_at", (("r", "id"),)),
+    ("reports", "received_at, classified_at", (("r", "id"),)),
     ("suppressions", "reason, fix_id", (("f", "fix_id"),)),
 )
 SEARCHED = ("title", "repository", "branch", "violations")
@@ -45,8 +50,9 @@ SEPARATOR = "chr(31)"  # a character no one searches for: a match cannot span tw
 
 def _sqlite_marks(row: str, marks: tuple[tuple[str, str], ...]) -> str:
     return " ".join(
-        f"INSERT OR IGNORE INTO tally_dirty (kind, owner_id) "
-        f"SELECT '{kind}', {row}.{column} WHERE {row}.{column} IS NOT NULL;"
+        f"INSERT INTO tally_dirty (kind, owner_id) "
+        f"SELECT '{kind}', {row}.{column} WHERE {row}.{column} IS NOT NULL "
+        "ON CONFLICT (kind, owner_id) DO UPDATE SET marks = marks + 1;"
         for kind, column in marks
     )
 
@@ -72,7 +78,7 @@ def _postgresql_triggers() -> list[str]:
         "INSERT INTO tally_dirty (kind, owner_id) VALUES (mark_kind, owner) "
         # DO UPDATE, not DO NOTHING: it waits for a fold holding the row, so a change made
         # while a fold counts its owner is marked again once that fold commits.
-        "ON CONFLICT (kind, owner_id) DO UPDATE SET kind = EXCLUDED.kind; "
+        "ON CONFLICT (kind, owner_id) DO UPDATE SET marks = tally_dirty.marks + 1; "
         "END IF; END $$ LANGUAGE plpgsql"
     ]
     for table, columns, marks in WATCHED:
@@ -162,6 +168,7 @@ def upgrade() -> None:
         "tally_dirty",
         sa.Column("kind", sa.String(length=1), nullable=False),
         sa.Column("owner_id", sa.Integer(), nullable=False),
+        sa.Column("marks", sa.BigInteger(), server_default="1", nullable=False),
         sa.PrimaryKeyConstraint("kind", "owner_id"),
     )
     create_triggers()
