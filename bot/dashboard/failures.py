@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Text, cast, exists, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.dashboard.filters import PAGE_SIZE, FailureFilters
+from bot.dashboard.filters import FailureFilters
+from bot.dashboard.keyset import keyset_page
+from bot.dashboard.queries import COUNT_CAP
 from bot.db.models import CiFailure, RepairRun, RunState
+from bot.db.tally_fold import read_totals
 
 UNCLASSIFIED = "unclassified"
 TOP_LINE_CHARS = 300
@@ -33,12 +35,14 @@ class FailureRow:
 
 @dataclass(frozen=True)
 class FailurePage:
-    """One page of reports with totals."""
+    """One page of reports, the total it is part of (``exact`` False: at least that many), and
+    the cursors of the pages either side."""
 
     rows: list[FailureRow]
     total: int
-    page: int
-    pages: int
+    exact: bool
+    newer: int | None
+    older: int | None
 
 
 def top_error(findings: list[Any]) -> str:
@@ -76,24 +80,31 @@ def _conditions(filters: FailureFilters) -> list[ColumnElement[bool]]:
     return conditions
 
 
+def _total(session: Session, filters: FailureFilters, conditions: list[Any]) -> tuple[int, bool]:
+    if not filters.q:
+        funnel = read_totals(session, ("funnel",)).figures
+        received = funnel.get(("funnel", "received", ""), (0, 0.0))[0]
+        classified = funnel.get(("funnel", "classified", ""), (0, 0.0))[0]
+        if filters.kind == "classified":
+            return classified, True
+        return (received - classified if filters.kind == UNCLASSIFIED else received), True
+    matching = select(CiFailure.id).where(*conditions).limit(COUNT_CAP + 1)
+    counted = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
+    return min(counted, COUNT_CAP), counted <= COUNT_CAP
+
+
 def list_failures(session: Session, *, filters: FailureFilters) -> FailurePage:
-    """One page of reports, newest first."""
+    """One page of reports, newest first (keyed by id; totals from the running totals)."""
     conditions = _conditions(filters)
-    total = session.scalar(select(func.count(CiFailure.id)).where(*conditions)) or 0
-    pages = max(1, math.ceil(total / PAGE_SIZE))
-    page = min(filters.page, pages)
-    reports = session.scalars(
-        select(CiFailure)
-        .where(*conditions)
-        .options(selectinload(CiFailure.runs))
-        .order_by(CiFailure.id.desc())
-        .limit(PAGE_SIZE)
-        .offset((page - 1) * PAGE_SIZE)
-    ).all()
+    query = select(CiFailure).where(*conditions).options(selectinload(CiFailure.runs))
+    page = keyset_page(
+        session, query, CiFailure.id, conditions, before=filters.before, after=filters.after
+    )
     rows = []
-    for report in reports:
+    for (report,) in page.rows:
         findings = [f for f in report.findings or [] if isinstance(f, dict)]
         signatures = list(dict.fromkeys(str(f.get("signature", "")) for f in findings))
         evidence = "\n\n".join(str(f.get("evidence") or "") for f in findings[:3]).strip()
         rows.append(FailureRow(report, top_error(findings), signatures, evidence))
-    return FailurePage(rows=rows, total=total, page=page, pages=pages)
+    total, exact = _total(session, filters, conditions)
+    return FailurePage(rows=rows, total=total, exact=exact, newer=page.newer, older=page.older)

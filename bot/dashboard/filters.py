@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 from urllib.parse import urlencode
 
 from bot.db.models import FixState, Verdict
@@ -15,13 +16,6 @@ FIX_STATES = tuple(state.value for state in FixState)
 VERDICTS = (*(verdict.value for verdict in Verdict), UNVERIFIED)
 FAILURE_KINDS = ("classified", "unclassified")
 MAX_SEARCH = 200
-
-
-def _page(raw: str | None) -> int:
-    try:
-        return max(1, min(int(raw or 1), 1_000_000))
-    except ValueError:
-        return 1
 
 
 def _cursor(raw: str | None) -> int:
@@ -38,6 +32,13 @@ def _choice(raw: str | None, allowed: tuple[str, ...]) -> str:
 
 def _text(raw: str | None) -> str:
     return (raw or "").strip()[:MAX_SEARCH]
+
+
+def _query_string(filters: Any, changes: dict[str, str | int]) -> str:
+    if any(name not in ("before", "after") for name in changes):
+        changes = {"before": 0, "after": 0, **changes}
+    values = asdict(replace(filters, **changes))
+    return urlencode({k: v for k, v in values.items() if v not in ("", None, 0)})
 
 
 @dataclass(frozen=True)
@@ -76,32 +77,31 @@ class FixFilters:
     def query(self, **changes: str | int) -> str:
         """The query string for these filters with ``changes`` applied (empty values dropped).
         Changing a filter starts again at the newest rows."""
-        if any(name not in ("before", "after") for name in changes):
-            changes = {"before": 0, "after": 0, **changes}
-        values = asdict(replace(self, **changes))  # type: ignore[arg-type]
-        return urlencode({k: v for k, v in values.items() if v not in ("", None, 0)})
+        return _query_string(self, changes)
 
 
 @dataclass(frozen=True)
 class FailureFilters:
-    """Filters of ``/failures``: classified or not, free-text search, page."""
+    """Filters of ``/failures``: classified or not, free-text search, and where the page
+    starts (``before`` / ``after`` an id, as on ``/``)."""
 
     kind: str = ""
     q: str = ""
-    page: int = 1
+    before: int = 0
+    after: int = 0
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> FailureFilters:
         """Parse a query string leniently."""
+        after = _cursor(params.get("after"))
         return cls(
             kind=_choice(params.get("kind"), FAILURE_KINDS),
             q=_text(params.get("q")),
-            page=_page(params.get("page")),
+            before=0 if after else _cursor(params.get("before")),
+            after=after,
         )
 
     def query(self, **changes: str | int) -> str:
-        """The query string for these filters with ``changes`` applied (empty values dropped)."""
-        values = asdict(replace(self, **changes))  # type: ignore[arg-type]
-        if values["page"] == 1:
-            values.pop("page")
-        return urlencode({k: v for k, v in values.items() if v not in ("", None)})
+        """The query string for these filters with ``changes`` applied (empty values dropped).
+        Changing a filter starts again at the newest rows."""
+        return _query_string(self, changes)

@@ -12,8 +12,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, Text, cast, func, literal_column, or_, select, table
 from sqlalchemy.orm import Session
 
-from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
+from bot.dashboard.filters import UNVERIFIED, FixFilters
 from bot.dashboard.formatting import seconds_between
+from bot.dashboard.keyset import keyset_page
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
 from bot.db.tally_parts import Parts
 
@@ -198,36 +199,19 @@ def _total(session: Session, filters: FixFilters, figures: Parts) -> tuple[int, 
     return min(counted, COUNT_CAP), counted <= COUNT_CAP
 
 
-def _page_rows(session: Session, filters: FixFilters) -> tuple[list[Any], int | None, int | None]:
-    conditions = fix_conditions(session, filters)
-    query = select(*LIST_COLUMNS).where(*conditions).limit(PAGE_SIZE + 1)
-    if filters.after:
-        rows = list(session.execute(query.where(Fix.id > filters.after).order_by(Fix.id.asc())))
-        more_newer, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE][::-1]
-        more_older = bool(rows) or _exists(session, conditions, Fix.id <= filters.after)
-        edge = rows[-1].id if rows else filters.after + 1
-        return rows, rows[0].id if more_newer else None, edge if more_older else None
-    if filters.before:
-        query = query.where(Fix.id < filters.before)
-    rows = list(session.execute(query.order_by(Fix.id.desc())))
-    more_older, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
-    newer = None
-    if filters.before:
-        first = rows[0].id if rows else filters.before - 1
-        newer = first if _exists(session, conditions, Fix.id > first) else None
-    return rows, newer, rows[-1].id if more_older else None
-
-
-def _exists(
-    session: Session, conditions: list[ColumnElement[bool]], where: ColumnElement[bool]
-) -> bool:
-    return session.scalar(select(Fix.id).where(*conditions, where).limit(1)) is not None
-
-
 def list_fixes(session: Session, *, filters: FixFilters, figures: Parts) -> FixPage:
     """One page of fix PRs, newest first, filtered in SQL (``figures``: the running totals of
     ``LIST_TOTALS``)."""
-    rows, newer, older = _page_rows(session, filters)
+    conditions = fix_conditions(session, filters)
+    page = keyset_page(
+        session,
+        select(*LIST_COLUMNS).where(*conditions),
+        Fix.id,
+        conditions,
+        before=filters.before,
+        after=filters.after,
+    )
+    rows, newer, older = page.rows, page.newer, page.older
     total, exact = _total(session, filters, figures)
     ids = [row.id for row in rows]
     verifications = latest_verifications(session, fix_ids=ids)

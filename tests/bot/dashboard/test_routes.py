@@ -207,6 +207,21 @@ def test_partial_answers_304_when_nothing_changed(settings, client, monkeypatch)
     assert changed.status_code == 200 and _rows(changed.text) == [2, 1]
 
 
+def test_failure_pages_are_keyed_by_id_with_totals_from_the_funnel(settings, client):
+    with session_scope(settings.resolved_database_url) as session:
+        for n in range(1, 53):
+            seed.report(session, n=n)
+    first = client.get("/failures").text
+    reports = [int(i) for i in re.findall(r'data-report-id="(\d+)"', first)]
+    assert reports == list(range(52, 2, -1)) and "<b>52</b> failure reports" in first
+    assert 'href="/failures?before=3"' in first
+    older = client.get("/failures?before=3").text
+    assert re.findall(r'data-report-id="(\d+)"', older) == ["2", "1"]
+    assert 'href="/failures?after=2"' in older
+    searched = client.get("/failures?q=L0_MergeRequest").text
+    assert "<b>52</b> failure reports" in searched  # counted (capped), not from the totals
+
+
 def _recorder(statements: list[str]) -> Callable[..., None]:
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         statements.append(statement)
