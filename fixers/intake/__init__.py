@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from io import BytesIO
@@ -12,7 +11,8 @@ from typing import Any, BinaryIO
 
 from fixers.classify.failures import Failure
 from fixers.intake.analysis import FailureAnalysis, failures_from_analysis, parse_analysis
-from fixers.intake.console import CHUNK_BYTES, read_console
+from fixers.intake.blocks import refuse_nul
+from fixers.intake.console import read_console, read_console_stream
 from fixers.intake.errors import IntakeError
 from fixers.intake.jenkins_tests import failures_from_testreport
 from fixers.intake.junit import read_junit
@@ -73,13 +73,13 @@ def read_report(
         return FailureReport(
             format or Format.CONSOLE, [], notes=["empty input: nothing to classify"]
         )
-    _refuse_nul(head, 0)
     chosen = format or detect_format(head)
     if chosen is Format.CONSOLE:
-        result = read_console(_blocks(head, stream), stage=stage)
+        result = read_console_stream(stream, head, stage=stage)  # NUL bytes refused as it reads
         return FailureReport(Format.CONSOLE, result.failures, result.stages, notes=result.notes)
+    refuse_nul(head, 0)
     rest = _read_capped(stream, MAX_DOCUMENT_BYTES - len(head))
-    _refuse_nul(rest, len(head))
+    refuse_nul(rest, len(head))
     body = head.removeprefix(_BOM) + rest
     if chosen is Format.JUNIT:
         return FailureReport(Format.JUNIT, read_junit(BytesIO(body), stage=stage), _stages(stage))
@@ -104,7 +104,7 @@ def screen_report(
     chosen = format or detect_format(body[:_PEEK_BYTES])
     if chosen is not Format.CONSOLE or not body or body.isspace():  # isspace: no 1 MB copy
         return read_report(BytesIO(body), format=format, stage=stage)
-    _refuse_nul(body, 0)
+    refuse_nul(body, 0)
     return FailureReport(Format.CONSOLE, [], _stages(stage), notes=["failures read at triage"])
 
 
@@ -151,25 +151,6 @@ def _read_capped(stream: BinaryIO, limit: int) -> bytes:
             f"document larger than {MAX_DOCUMENT_BYTES >> 20} MiB; send console logs as text"
         )
     return data
-
-
-def _refuse_nul(block: bytes, offset: int) -> None:
-    """A NUL byte anywhere (not only in the first bytes) means binary input, not a CI report."""
-    nul = block.find(b"\x00")
-    if nul != -1:
-        raise IntakeError(
-            f"input looks binary (NUL byte at offset {offset + nul}); "
-            "expected console text, JSON or JUnit XML"
-        )
-
-
-def _blocks(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
-    yield head
-    offset = len(head)
-    while block := stream.read(CHUNK_BYTES):
-        _refuse_nul(block, offset)
-        offset += len(block)
-        yield block
 
 
 def _stages(stage: str | None) -> list[str]:

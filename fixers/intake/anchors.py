@@ -20,13 +20,14 @@ try:  # which branch runs depends on the platform
 except ImportError:
     _hyperscan = None
 
-Scanner = Callable[[bytes], list[int]]
+ByteData = bytes | bytearray | memoryview  # a block, or a view of the reader's buffer
+Scanner = Callable[[ByteData], list[int]]
 
 
 def _regex_scanner(literals: Sequence[bytes]) -> Scanner:
     pattern = re.compile(b"|".join(re.escape(literal) for literal in literals))
 
-    def scan(chunk: bytes) -> list[int]:
+    def scan(chunk: ByteData) -> list[int]:
         return [match.start() for match in pattern.finditer(chunk)]
 
     return scan
@@ -52,7 +53,7 @@ def _hyperscan_scanner(literals: Sequence[bytes]) -> Scanner:
             own = local.scratch = _hyperscan.Scratch(database)
         return own
 
-    def scan(chunk: bytes) -> list[int]:
+    def scan(chunk: ByteData) -> list[int]:
         hits: list[int] = []
 
         def on_match(pattern_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fixers.intake.anchors import ByteData
+
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 64 << 10
 _CHAIN_PHRASES = (
@@ -19,7 +24,7 @@ class Capture:
         self._keep_tail = keep_tail
         self.dropped = 0
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: ByteData) -> None:
         """Append bytes, dropping the middle once both ends are full."""
         if not data:
             return

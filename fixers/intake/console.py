@@ -12,18 +12,20 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from typing import BinaryIO
 
 from fixers.classify.failures import Failure
 from fixers.classify.signatures import builtin_signatures
-from fixers.intake.anchors import Scanner, build_scanner
+from fixers.intake.anchors import ByteData, Scanner, build_scanner
+from fixers.intake.blocks import BLOCK_BYTES, line_blocks
 from fixers.intake.capture import Capture
 from fixers.intake.lines import CleanLine, clean_block, clean_line
 from fixers.intake.log_errors import NO_FAILURE_NOTE, TAIL_BYTES, log_failure, tail_lines
 from fixers.intake.prefixes import Dialect, detect_dialects
 from fixers.intake.stages import gpu_type_of
-from fixers.intake.tracebacks import last_exception_line
+from fixers.intake.tracebacks import last_exception_line, pytest_error_text, trim_traceback
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = BLOCK_BYTES
 MAX_FAILURES = 100_000
 _STRUCTURE_ANCHORS = (
     b"_____ ",
@@ -51,7 +53,6 @@ _SECTION = re.compile(r"^_{3,} (?P<title>.+?) _{3,}$")
 _SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<id>\S+)(?: - (?P<message>.*))?$")
 _VERBOSE = re.compile(r"^(?P<id>\S+?\.py(?:::\S+)?) (?P<kind>FAILED|ERROR)\b")
 _PHASE_PREFIX = re.compile(r"^ERROR at (?:setup|teardown) of ")
-_CHAIN_PREFIXES = ("The above exception", "During handling")
 _LOCATION = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: \w[\w.]*$")
 
 
@@ -109,16 +110,18 @@ class ConsoleReader:
             self.result.stages.append(stage)
 
     # -- feeding ---------------------------------------------------------------------------
-    def feed(self, chunk: bytes) -> None:
-        """Consume one chunk that ends at a line boundary (or at end of input)."""
-        self._detect(chunk)
-        self._tail = (self._tail + chunk[-TAIL_BYTES:])[-TAIL_BYTES:]
+    def feed(self, chunk: bytes | bytearray, end: int | None = None) -> None:
+        """Consume ``chunk[:end]``, which ends at a line boundary (or at end of input)."""
+        end = len(chunk) if end is None else end
+        view = memoryview(chunk)[:end]
+        self._detect(view)
+        self._tail = (self._tail + chunk[max(0, end - TAIL_BYTES) : end])[-TAIL_BYTES:]
         position = 0
-        for start, end in _anchor_lines(chunk, _scanner()(chunk)):
-            self._copy(chunk[position:start])
-            self._line(chunk, start, end)
-            position = end
-        self._copy(chunk[position:])
+        for start, stop in _anchor_lines(chunk, end, _scanner()(view)):
+            self._copy(view[position:start])
+            self._line(chunk, start, stop)
+            position = stop
+        self._copy(view[position:])
 
     def finish(self) -> ConsoleResult:
         """Close open captures, match sections to the summary, and return the result."""
@@ -135,7 +138,7 @@ class ConsoleReader:
             )
         return self.result
 
-    def _detect(self, chunk: bytes) -> None:
+    def _detect(self, chunk: memoryview) -> None:
         """Which CI wrote the log: sampled at the head of every chunk (logs may be mixed)."""
         for dialect in detect_dialects(chunk):
             if dialect not in self.result.dialects:
@@ -156,20 +159,20 @@ class ConsoleReader:
             "as one failure"
         )
 
-    def _copy(self, data: bytes) -> None:
+    def _copy(self, data: ByteData) -> None:
         if self._section is not None:
             self._section.capture.add(data)
         elif self._free is not None:
             self._free.add(data)
 
-    def _decode(self, data: bytes) -> str:
+    def _decode(self, data: bytes | bytearray) -> str:
         text = data.decode("utf-8", errors="replace")
         if "\ufffd" in text:
             self._replaced += text.count("\ufffd")
         return text
 
     # -- one anchored line -----------------------------------------------------------------
-    def _line(self, chunk: bytes, start: int, end: int) -> None:
+    def _line(self, chunk: bytes | bytearray, start: int, end: int) -> None:
         raw = chunk[start:end]
         printed = self._decode(raw)
         cleaned = clean_line(printed, self._branches)
@@ -273,7 +276,7 @@ class ConsoleReader:
             test_id = _section_test_id(section, text, remaining)
             message, summary_stage, _ = remaining.pop(test_id, (None, None, ""))
             stage = section.stage or summary_stage
-            error = _error_lines(text) or message or ""
+            error = pytest_error_text(text) or message or ""
             self._add(
                 Failure(
                     test_id,
@@ -315,17 +318,18 @@ def _has_signature_anchor(text: str) -> bool:
     return any(signature.anchor in text for signature in builtin_signatures())
 
 
-def _anchor_lines(chunk: bytes, offsets: list[int]) -> Iterator[tuple[int, int]]:
-    """The distinct lines (start, end-after-newline) holding the anchors, in order."""
+def _anchor_lines(
+    chunk: bytes | bytearray, end: int, offsets: list[int]
+) -> Iterator[tuple[int, int]]:
+    """The distinct lines (start, end-after-newline) of ``chunk[:end]`` holding the anchors."""
     last_end = -1
     for offset in sorted(offsets):
         if offset < last_end:
             continue
         start = chunk.rfind(b"\n", 0, offset) + 1
-        newline = chunk.find(b"\n", offset)
-        end = len(chunk) if newline == -1 else newline + 1
-        last_end = end
-        yield start, end
+        newline = chunk.find(b"\n", offset, end)
+        last_end = end if newline == -1 else newline + 1
+        yield start, last_end
 
 
 def _section_test_id(
@@ -350,30 +354,6 @@ def _title_to_node(title: str) -> str:
     return name.replace(".", "::") + bracket + params
 
 
-def _error_lines(text: str) -> str:
-    """pytest's `E   ` lines: the exception as the test saw it."""
-    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
-    if lines:
-        return "\n".join(lines)
-    exception = last_exception_line(text)
-    return str(exception) if exception else ""
-
-
-def trim_traceback(text: str) -> str:
-    """Cut a captured CPython traceback after its last exception line (chains kept together)."""
-    lines = text.splitlines()
-    end = 0
-    state = "before"
-    for index, line in enumerate(lines):
-        if line.startswith("Traceback (most recent call last):"):
-            state = "frames"
-        elif state == "frames" and line and not line[0].isspace():
-            end, state = index + 1, "after"  # the first unindented line is the exception
-        elif state == "after" and line.strip() and not line.startswith(_CHAIN_PREFIXES):
-            break
-    return "\n".join(lines[:end]) if end else text
-
-
 def read_console(blocks: Iterable[bytes], *, stage: str | None = None) -> ConsoleResult:
     """Read a console log given as successive byte blocks, re-cut at line boundaries."""
     reader = ConsoleReader(stage=stage)
@@ -390,4 +370,17 @@ def read_console(blocks: Iterable[bytes], *, stage: str | None = None) -> Consol
         carry = data[cut:]
     if carry:
         reader.feed(carry)
+    return reader.finish()
+
+
+def read_console_stream(
+    stream: BinaryIO, head: bytes = b"", *, stage: str | None = None
+) -> ConsoleResult:
+    """Read ``head`` then the rest of a binary stream as a console log, in one reused buffer.
+
+    Raises ``IntakeError`` at a NUL byte (binary input), as soon as the block holding it is read.
+    """
+    reader = ConsoleReader(stage=stage)
+    for buffer, end in line_blocks(stream, head, size=CHUNK_BYTES):
+        reader.feed(buffer, end)
     return reader.finish()

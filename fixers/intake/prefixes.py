@@ -24,10 +24,11 @@ wrote a log is detected separately, per log (``detect_dialects``), and reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from enum import StrEnum
 
+from fixers.intake.anchors import ByteData
 from fixers.intake.stages import parse_stage
 
 
@@ -43,16 +44,43 @@ class Dialect(StrEnum):
 
 _ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"
 _ISO_B = _ISO.encode()
-_DETECT: tuple[tuple[Dialect, re.Pattern[bytes]], ...] = tuple(
-    (dialect, re.compile(marker, re.MULTILINE))
-    for dialect, marker in (
-        (Dialect.AZURE, rb"##\[section\]"),
-        (Dialect.GITLAB, rb"section_(?:start|end):\d+:|^" + _ISO_B + rb" [0-9a-f]{2}[OE]"),
-        (Dialect.GITHUB_ACTIONS, rb"^(?:\xef\xbb\xbf)?" + _ISO_B + rb" (?![0-9a-f]{2}[OE]\+? )"),
-        (Dialect.GITHUB_ACTIONS, rb"##\[(?:group|endgroup|error|warning)\]"),
-        (Dialect.BUILDKITE, rb"\x1b_bk;t=\d+\x07"),
-        (Dialect.JENKINS, rb"\[Pipeline\] |^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
-    )
+
+
+def _marker(*, anywhere: bytes = b"", line_start: bytes = b"") -> Callable[[ByteData], bool]:
+    """A test for text found anywhere in a sample, or at the start of one of its lines.
+
+    ``^`` under ``re.MULTILINE`` is tried at every byte of the sample; a line start is found as
+    the sample's start or after a literal newline, which ``re`` skips to with a fast scan.
+    """
+    searches = [re.compile(anywhere)] if anywhere else []
+    first = re.compile(line_start) if line_start else None
+    if line_start:
+        searches.append(re.compile(b"\n(?:" + line_start + b")"))
+
+    def found(head: ByteData) -> bool:
+        if first is not None and first.match(head):
+            return True
+        return any(search.search(head) for search in searches)
+
+    return found
+
+
+_DETECT: tuple[tuple[Dialect, Callable[[ByteData], bool]], ...] = (
+    (Dialect.AZURE, _marker(anywhere=rb"##\[section\]")),
+    (
+        Dialect.GITLAB,
+        _marker(anywhere=rb"section_(?:start|end):\d+:", line_start=_ISO_B + rb" [0-9a-f]{2}[OE]"),
+    ),
+    (
+        Dialect.GITHUB_ACTIONS,
+        _marker(line_start=rb"(?:\xef\xbb\xbf)?" + _ISO_B + rb" (?![0-9a-f]{2}[OE]\+? )"),
+    ),
+    (Dialect.GITHUB_ACTIONS, _marker(anywhere=rb"##\[(?:group|endgroup|error|warning)\]")),
+    (Dialect.BUILDKITE, _marker(anywhere=rb"\x1b_bk;t=\d+\x07")),
+    (
+        Dialect.JENKINS,
+        _marker(anywhere=rb"\[Pipeline\] ", line_start=rb"\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
+    ),
 )
 _SAMPLE_BYTES = 8 << 10  # ~100 lines: every line of a CI log carries its prefix
 
@@ -95,12 +123,12 @@ class Stripped:
     command: str | None
 
 
-def detect_dialects(sample: bytes) -> list[Dialect]:
+def detect_dialects(sample: ByteData) -> list[Dialect]:
     """The CI systems whose markers appear in the first bytes of ``sample``, in table order."""
     head = sample[:_SAMPLE_BYTES]
     found: list[Dialect] = []
     for dialect, marker in _DETECT:
-        if dialect not in found and marker.search(head):
+        if dialect not in found and marker(head):
             found.append(dialect)
     if Dialect.AZURE in found and Dialect.GITHUB_ACTIONS in found:
         found.remove(Dialect.GITHUB_ACTIONS)  # Azure writes the same timestamps and commands

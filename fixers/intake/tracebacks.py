@@ -27,6 +27,7 @@ _EXCEPTION_LINE = re.compile(
     r"(?:Error|Exception|Exit|Interrupt|Failed|Warning|Timeout|Iteration))"
     r"(?::[ \t]*(?P<message>.*))?$"
 )
+_CHAIN_PREFIXES = ("The above exception", "During handling")
 _EXTERNAL_MARKERS = (
     "site-packages/",
     "dist-packages/",
@@ -143,3 +144,27 @@ def pytest_reported_exception(trace: str, error_text: str) -> ExceptionLine | No
         return None
     first = next((line.strip() for line in error_text.splitlines() if line.strip()), "")
     return ExceptionLine(raised, first)
+
+
+def pytest_error_text(text: str) -> str:
+    """pytest's `E   ` lines: the exception as the test saw it."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    if lines:
+        return "\n".join(lines)
+    exception = last_exception_line(text)
+    return str(exception) if exception else ""
+
+
+def trim_traceback(text: str) -> str:
+    """Cut a captured CPython traceback after its last exception line (chains kept together)."""
+    lines = text.splitlines()
+    end = 0
+    state = "before"
+    for index, line in enumerate(lines):
+        if line.startswith("Traceback (most recent call last):"):
+            state = "frames"
+        elif state == "frames" and line and not line[0].isspace():
+            end, state = index + 1, "after"  # the first unindented line is the exception
+        elif state == "after" and line.strip() and not line.startswith(_CHAIN_PREFIXES):
+            break
+    return "\n".join(lines[:end]) if end else text

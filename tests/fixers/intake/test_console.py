@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from fixers.intake import read_report
-from fixers.intake.console import read_console, trim_traceback
+from fixers.intake import console, read_report
+from fixers.intake.console import read_console, read_console_stream, trim_traceback
 
 SESSION = b"""============================= test session starts ==============================
 collected 3 items
@@ -139,3 +139,23 @@ def test_trim_traceback_stops_at_unrelated_text():
         trim_traceback(text)
         == 'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1'
     )
+
+
+@pytest.mark.parametrize("block", [128, 200, 4096])
+@pytest.mark.parametrize("head_bytes", [0, 5, 300])
+def test_a_stream_read_in_any_block_size_gives_the_same_result(monkeypatch, block, head_bytes):
+    """Any buffer longer than the longest line: a longer line is read in pieces."""
+    whole = read_console([SESSION])
+    monkeypatch.setattr(console, "CHUNK_BYTES", block)
+    streamed = read_console_stream(io.BytesIO(SESSION[head_bytes:]), SESSION[:head_bytes])
+    assert streamed.failures == whole.failures
+    assert streamed.notes == whole.notes
+
+
+def test_a_stream_keeps_no_reference_to_its_reused_buffer(monkeypatch):
+    """Captures copy what they keep: a later block overwriting the buffer changes nothing."""
+    monkeypatch.setattr(console, "CHUNK_BYTES", 128)
+    noise = b"".join(b"noise line %d\n" % i for i in range(500))
+    streamed = read_console_stream(io.BytesIO(SESSION + noise))
+    assert streamed.failures == read_console([SESSION + noise]).failures
+    assert all(b"noise" not in f.stack_trace.encode() for f in streamed.failures)

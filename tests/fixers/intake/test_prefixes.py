@@ -250,10 +250,16 @@ def test_a_learned_branch_name_is_a_prefix():
         (b"Started by user admin\n[Pipeline] Start of Pipeline\n", [Dialect.JENKINS]),
         (b"[2026-11-29T14:49:57.123Z] + pytest\n", [Dialect.JENKINS]),
         (b"============ test session starts ============\n", []),
+        # Line-start markers count on any line of the sample, never in the middle of one.
+        (b"Started by user admin\n[2026-11-29T14:49:57.123Z] + pytest\n", [Dialect.JENKINS]),
+        (b"Running\n2026-07-30T10:55:18.290545Z 00O x\n", [Dialect.GITLAB]),
+        (b"setup\n\xef\xbb\xbf2026-07-30T10:55:18.2470097Z x\n", [Dialect.GITHUB_ACTIONS]),
+        (b"at 2026-07-30T10:55:18.2470097Z and [2026-11-29T14:49:57.123Z]\n", []),
     ],
 )
 def test_detect_dialects(sample, dialects):
     assert detect_dialects(sample) == dialects
+    assert detect_dialects(memoryview(bytearray(sample))) == dialects  # the reader's buffer
 
 
 def test_a_mixed_log_reports_every_ci_it_holds():
