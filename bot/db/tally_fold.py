@@ -42,7 +42,11 @@ from bot.db.tally_parts import (
 
 Owner = tuple[str, int]  # (kind, id): a fix PR or a report
 FOLD_BATCH = 2000
-CHANGES = ("changes", "all", "")  # the total of folded marks (``data_version``)
+CHANGES = ("changes", "all", "")
+PART_KEYS = ("kind", "owner_id", "name", "key", "measure", "count", "seconds")
+PART_COLUMNS = ", ".join(
+    f'"{key}"' for key in PART_KEYS
+)  # the total of folded marks (``data_version``)
 PENDING_LIMIT = 2000  # a page counts at most this many unfolded rows itself
 # pg_try_advisory_xact_lock's key: one fold at a time (two would count a shared report twice).
 FOLD_LOCK = 0x7A11E5
@@ -324,12 +328,25 @@ def _replace_parts(session: Session, new: dict[Owner, Parts]) -> None:
                 delete(TallyPart).where(TallyPart.kind == kind, TallyPart.owner_id.in_(chunk))
             )
     rows = [
-        {"kind": kind, "owner_id": i, "name": n, "key": k, "measure": m, "count": c, "seconds": s}
+        (kind, i, n, k, m, c, s)
         for (kind, i), parts in new.items()
         for (n, k, m), (c, s) in parts.items()
     ]
-    if rows:
-        session.execute(insert(cast(Table, TallyPart.__table__)), rows)  # Core: no ORM objects
+    if not rows:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        # COPY: a fold writes tens of thousands of parts; executemany sends them one by one.
+        driver = session.connection().connection.driver_connection
+        assert driver is not None
+        with (
+            driver.cursor() as cursor,
+            cursor.copy(f"COPY tally_parts ({PART_COLUMNS}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        return
+    table = cast(Table, TallyPart.__table__)
+    session.execute(insert(table), [dict(zip(PART_KEYS, row, strict=True)) for row in rows])
 
 
 def fold(session: Session, batch: int = FOLD_BATCH) -> int:
