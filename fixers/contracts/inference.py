@@ -21,6 +21,7 @@ The pattern recognised::
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 
 from fixers.contracts.model import Contract
@@ -133,10 +134,24 @@ def infer_from_class(node: ast.ClassDef, module: str, path: str) -> list[Contrac
     return contracts
 
 
+# The nodes a class statement can be inside of: no expression holds a statement.
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def class_statements(tree: ast.Module) -> Iterator[ast.ClassDef]:
+    """Every class statement of ``tree``, in ``ast.walk``'s order, without walking into
+    expressions (most of a module's nodes)."""
+    todo: deque[ast.AST] = deque([tree])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, ast.ClassDef):
+            yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDERS))
+
+
 def infer_contracts(tree: ast.Module, module: str, path: str) -> list[Contract]:
     """Every contract declared by a top-level or nested class in ``tree``."""
     found: list[Contract] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            found.extend(infer_from_class(node, module, path))
+    for node in class_statements(tree):
+        found.extend(infer_from_class(node, module, path))
     return found

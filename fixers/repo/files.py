@@ -35,18 +35,44 @@ def _git_files(root: Path) -> list[str] | None:
     if proc.returncode != 0:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return sorted(n for n in names if n and (root / n).is_file())
+    prefix = os.path.join(root, "")
+    return sorted(n for n in names if n and os.path.isfile(prefix + n))
 
 
 def _walk_files(root: Path) -> list[str]:
+    """Every ``*.py`` file under ``root`` as ``os.walk`` finds it (a linked folder is not
+    entered), skipping hidden folders and ``SKIP_DIRS``; one ``scandir`` per folder."""
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
-        rel_dir = os.path.relpath(dirpath, root)
-        for name in filenames:
-            if name.endswith(".py"):
-                found.append(name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/"))
+    todo = [("", os.fspath(root))]
+    while todo:
+        rel_dir, folder = todo.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        for entry in entries:
+            if _is_dir(entry):
+                name = entry.name
+                if not name.startswith(".") and name not in SKIP_DIRS and not _is_link(entry):
+                    todo.append((f"{rel_dir}{name}/", entry.path))
+            elif entry.name.endswith(".py"):
+                found.append(rel_dir + entry.name)
     return sorted(found)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def list_python_files(root: Path, exclude: tuple[str, ...] = ()) -> tuple[list[str], str]:
@@ -75,22 +101,33 @@ def module_names(root: Path, files: list[str]) -> list[SourceFile]:
     """Dotted module names for ``files``: the ``__init__.py`` directories above each file."""
     file_set = set(files)
     outer = _outer_package(root)
+    prefix = os.path.join(root, "")
+    # folder -> (the package names of its innermost run of __init__.py folders, whether that
+    # run reaches the root), each folder looked at once
+    packages: dict[str, tuple[tuple[str, ...], bool]] = {"": ((), True)}
+
+    def package(folder: str) -> tuple[tuple[str, ...], bool]:
+        found = packages.get(folder)
+        if found is None:
+            init = f"{folder}/__init__.py"
+            if init in file_set or os.path.isfile(prefix + init):
+                parent, _, name = folder.rpartition("/")
+                chain, reached = package(parent)
+                found = ((*chain, name), reached)
+            else:
+                found = ((), False)
+            packages[folder] = found
+        return found
+
     out: list[SourceFile] = []
     for rel in files:
-        parts = rel.split("/")
-        stem = parts[-1][:-3]
-        dirs = parts[:-1]
-        chain: list[str] = []
-        reached_root = True
-        for depth in range(len(dirs), 0, -1):
-            init = "/".join([*dirs[:depth], "__init__.py"])
-            if init not in file_set and not (root / init).is_file():
-                reached_root = False
-                break
-            chain.insert(0, dirs[depth - 1])
-        prefix = outer if reached_root else []
+        folder, _, name = rel.rpartition("/")
+        chain, reached_root = package(folder)
+        stem = name[:-3]
         is_package = stem == "__init__"
-        names = [*prefix, *chain] if is_package else [*prefix, *chain, stem]
+        names = [*(outer if reached_root else ()), *chain]
+        if not is_package:
+            names.append(stem)
         out.append(SourceFile(rel=rel, module=".".join(names), is_package=is_package))
     return out
 

@@ -9,6 +9,7 @@ the fixer and the PR text goes through ``read_repo_file``; every write through
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -43,18 +44,22 @@ def escaping(root: Path, rels: list[str]) -> dict[str, str]:
     work. A file that is itself a link out is refused when it is read (``read_repo_file``).
     """
     base = root.resolve()
+    prefix = os.path.join(base, "")
     linked: dict[str, bool] = {"": False}
 
     def through_link(folder: str) -> bool:
         if folder not in linked:
-            linked[folder] = through_link(os.path.dirname(folder)) or os.path.islink(
-                os.path.join(base, folder)
+            linked[folder] = through_link(folder.rpartition("/")[0]) or os.path.islink(
+                prefix + folder
             )
         return linked[folder]
 
     found: dict[str, str] = {}
     for rel in rels:
-        if through_link(os.path.dirname(rel)):
+        folder = rel.rpartition("/")[0]
+        if not linked.get(folder, True):
+            continue  # a folder already known not to be reached through a link
+        if through_link(folder):
             problem = _escape(base, rel)
             if problem is not None:
                 found[rel] = problem
@@ -69,10 +74,10 @@ def _escape(base: Path, rel: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _real_root(root: Path) -> Path:
-    """``root`` resolved once (the roots are the bot's own checkouts, resolved per sweep file
-    otherwise)."""
-    return root.resolve()
+def _real_root(root: Path) -> str:
+    """``root`` resolved once, as a string (the roots are the bot's own checkouts; resolving,
+    and ``Path`` arithmetic, per file cost the sweep more than reading the file)."""
+    return str(root.resolve())
 
 
 def read_repo_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
@@ -81,29 +86,57 @@ def read_repo_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     The cap is checked before reading and again while reading (the file may grow), so memory
     stays bounded by ``max_bytes`` whatever the repository holds. ``OSError`` passes through.
     """
+    return read_repo_file_stat(root, rel, max_bytes)[0]
+
+
+def read_repo_file_stat(
+    root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> tuple[bytes, os.stat_result]:
+    """``read_repo_file`` and the ``fstat`` of the file it read (its size, times and inode)."""
     base = _real_root(root)
-    with open(base / rel, "rb") as stream:
+    path = rel if rel.startswith("/") else f"{base}/{rel}"  # as ``os.path.join``, faster
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # refused as ``open`` refuses it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         # Where the open really landed (one readlink instead of resolving every component).
-        if not _opened_inside(stream.fileno(), base, rel):
+        if not _opened_inside(fd, base, rel):
             raise FileRefused("refused: a symlink that leads outside the repository")
-        info = os.fstat(stream.fileno())
         if not stat.S_ISREG(info.st_mode):
             # A FIFO or device in a checked-out tree would block or never end.
             raise FileRefused("refused: not a regular file")
         if info.st_size > max_bytes:
             raise FileRefused(too_large(info.st_size, max_bytes))
-        data = stream.read(max_bytes + 1)
+        data = _read_capped(fd, info.st_size, max_bytes)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise FileRefused(too_large(len(data), max_bytes))
-    return data
+    return data, info
 
 
-def _opened_inside(fd: int, base: Path, rel: str) -> bool:
+def _read_capped(fd: int, size: int, max_bytes: int) -> bytes:
+    """Up to ``max_bytes + 1`` bytes of ``fd`` (to its end): the first read asks for the size
+    ``fstat`` gave and one byte more, so a file that did not grow costs a read and an empty one."""
+    limit = max_bytes + 1
+    parts = [os.read(fd, min(size + 1, limit))]
+    got = len(parts[0])
+    while got < limit:
+        chunk = os.read(fd, min(limit - got, 1 << 16))
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _opened_inside(fd: int, base: str, rel: str) -> bool:
     try:
-        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        opened = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:  # no /proc: resolve the path instead
-        return _escape(base, rel) is None
-    return opened != base and opened.is_relative_to(base)
+        return _escape(Path(base), rel) is None
+    return opened.startswith(base if base.endswith("/") else base + "/")
 
 
 def too_large(size: int, max_bytes: int) -> str:

@@ -2,29 +2,26 @@
 
 Only files that can matter are parsed: a file is parsed when its bytes contain the base name or
 the name of a class (or alias) already known to be in the hierarchy, repeated until no new names
-appear. Everything read is cached by content hash in an ``IndexCache``, and file stats say which
+appear. What each file holds is cached in an ``IndexCache`` (``fixers.sweep.content``: by
+content hash for the files parsed, by file stats for the others), and file stats say which
 files changed, so a re-sweep after a one-file change reads only that file.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from fixers.contracts.inference import INFERENCE_MARKERS, infer_contracts
 from fixers.contracts.model import Contract
 from fixers.repo.files import SourceFile, list_python_files, module_map, module_names
-from fixers.repo.paths import (
-    DEFAULT_MAX_FILE_BYTES,
-    FileRefused,
-    escaping,
-    name_problem,
-    read_repo_file,
-)
+from fixers.repo.paths import DEFAULT_MAX_FILE_BYTES, escaping, name_problem
+from fixers.sweep.content import IndexCache as IndexCache
+from fixers.sweep.content import IndexStats as IndexStats
+from fixers.sweep.content import TreeContent
 from fixers.sweep.pyfacts import (
     ClassFacts,
     FactsError,
@@ -34,26 +31,7 @@ from fixers.sweep.pyfacts import (
 )
 
 _MAX_DEPTH = 32
-
-
-@dataclass
-class IndexCache:
-    """What survives between sweeps of one tree: stats, digests and per-content results."""
-
-    stats: dict[str, tuple[int, int, str]] = field(default_factory=dict)
-    names: dict[str, dict[str, bool]] = field(default_factory=dict)
-    facts: dict[tuple[str, str, bool], ModuleFacts | str] = field(default_factory=dict)
-    inferred: dict[tuple[str, str], tuple[Contract, ...]] = field(default_factory=dict)
-    trees: dict[str, ast.Module] = field(default_factory=dict)
-
-
-@dataclass
-class IndexStats:
-    """Counters for one sweep (the bench and tests read them)."""
-
-    files: int = 0
-    read: int = 0
-    parsed: int = 0
+_MARKERS = tuple(frozenset({marker}) for marker in INFERENCE_MARKERS)
 
 
 @dataclass(frozen=True)
@@ -93,6 +71,14 @@ class Hierarchy:
         return [self.members[q] for q in seen]
 
 
+def _reporting(files: Collection[str], progress: Callable[[int, int], None]) -> Iterator[str]:
+    """``files``, calling ``progress(done, total)`` every 256 of them."""
+    for done, rel in enumerate(files, start=1):
+        if done % 256 == 0:
+            progress(done, len(files))
+        yield rel
+
+
 class RepoIndex:
     """Lazily parsed view of one repository tree."""
 
@@ -117,73 +103,40 @@ class RepoIndex:
         self.by_module: dict[str, str] = module_map(self.files.values())
         self.stats = IndexStats(files=len(self.files))
         self.facts: dict[str, ModuleFacts] = {}
-        self._data: dict[str, bytes] = {}
-        self._digests: dict[str, str] = {}
+        self.content = TreeContent(root, self.cache, max_file_bytes, self.errors, self.stats)
         self._classes: dict[str, tuple[str, ClassFacts]] | None = None
         self._trees: dict[str, ast.Module | None] = {}
         self._memo: dict[tuple[str, str], str] = {}
 
     def read(self, rel: str) -> bytes | None:
-        """The bytes of one file, read at most once per sweep (None: unreadable, reason kept)."""
-        if rel in self._data:
-            return self._data[rel]
-        try:
-            data = read_repo_file(self.root, rel, self.max_file_bytes)
-        except FileRefused as exc:
-            self.errors[rel] = str(exc)
-            return None
-        except OSError as exc:
-            self.errors[rel] = f"unreadable: {exc.strerror or exc}"
-            return None
-        self.stats.read += 1
-        self._data[rel] = data
-        return data
+        """The bytes of one file (None: unreadable, reason kept in ``errors``)."""
+        return self.content.read(rel)
 
     def digest(self, rel: str) -> str | None:
         """Content hash of a file, from the stat cache when size and mtime did not change."""
-        if rel in self._digests:
-            return self._digests[rel]
-        try:
-            st = os.stat(self.root / rel)
-        except OSError as exc:
-            self.errors[rel] = f"unreadable: {exc.strerror or exc}"
-            return None
-        cached = self.cache.stats.get(rel)
-        if cached is not None and cached[:2] == (st.st_mtime_ns, st.st_size):
-            self._digests[rel] = cached[2]
-            return cached[2]
-        data = self.read(rel)
-        if data is None:
-            return None
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        self.cache.stats[rel] = (st.st_mtime_ns, st.st_size, digest)
-        self._digests[rel] = digest
-        return digest
+        return self.content.digest(rel)
 
     def contains_any(self, rel: str, names: frozenset[str]) -> bool:
-        """Whether the file's bytes contain any of ``names`` (cached per content hash)."""
-        digest = self.digest(rel)
-        if digest is None:
-            return False
-        known = self.cache.names.setdefault(digest, {})
-        missing = [n for n in names if n not in known]
-        if missing:
-            data = self.read(rel)
-            if data is None:
-                return False
-            for name in missing:
-                known[name] = name.encode() in data
-        return any(known[n] for n in names)
+        """Whether the file's bytes contain any of ``names`` (cached per content or stat)."""
+        return self.content.contains_any(rel, names)
+
+    def expect(self, names: frozenset[str]) -> None:
+        """Search every file for ``names`` too whenever it is searched (the bases the sweep
+        will look for: the first pass over the files answers them without a second read)."""
+        self.content.expected = names
 
     def _tree(self, rel: str) -> ast.Module | None:
         data = self.read(rel)
         if data is None:
             return None
+        start = time.perf_counter()
         try:
             tree = parse_python(data, rel)
         except FactsError as exc:
             self.errors[rel] = str(exc)
             return None
+        finally:
+            self.stats.timed("parse", start)
         self.stats.parsed += 1
         return tree
 
@@ -210,11 +163,13 @@ class RepoIndex:
         cached = self.cache.facts.get(key)
         if cached is None:
             tree = self.tree(rel)
+            start = time.perf_counter()
             cached = (
                 self.errors.get(rel, "")
                 if tree is None
                 else module_facts_from_tree(tree, source.module, source.is_package)
             )
+            self.stats.timed("facts", start)
             self.cache.facts[key] = cached
         if isinstance(cached, str):
             self.errors[rel] = cached
@@ -227,15 +182,19 @@ class RepoIndex:
     def inferred_contracts(self) -> list[Contract]:
         """Contracts declared in the tree by an ``__init_subclass__`` guard."""
         found: list[Contract] = []
-        for rel, source in self.files.items():
-            if not all(self.contains_any(rel, frozenset({m})) for m in INFERENCE_MARKERS):
-                continue
+        marked: Iterable[str] = self.files
+        for marker in _MARKERS:  # each file is searched for a marker only if it holds the last
+            marked = self.content.holding(marked, marker)
+        for rel in marked:
+            source = self.files[rel]
             key = (self.digest(rel) or "", source.module)
             if key not in self.cache.inferred:
                 tree = self._tree(rel)
+                start = time.perf_counter()
                 self.cache.inferred[key] = (
                     () if tree is None else tuple(infer_contracts(tree, source.module, rel))
                 )
+                self.stats.timed("facts", start)
             found.extend(self.cache.inferred[key])
         return found
 
@@ -383,15 +342,10 @@ class RepoIndex:
             if not pending:
                 break
             searched |= pending
-            for done, rel in enumerate(self.files, start=1):
-                if progress is not None and done % 256 == 0:
-                    progress(done, len(self.files))
-                if (
-                    rel not in self.facts
-                    and rel not in self.errors
-                    and self.contains_any(rel, pending)
-                ):
-                    self.parse(rel)
+            files = self.files if progress is None else _reporting(self.files, progress)
+            unparsed = (rel for rel in files if rel not in self.facts and rel not in self.errors)
+            for rel in self.content.holding(unparsed, pending):
+                self.parse(rel)
             if progress is not None:
                 progress(len(self.files), len(self.files))
             hierarchies = [self.hierarchy(c) for c in contracts]

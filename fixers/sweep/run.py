@@ -56,6 +56,7 @@ class SweepState:
     index: RepoIndex
     hierarchies: list[Hierarchy]
     config: RepoConfig
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _as_declared(contracts: list[Contract], declared: list[Contract]) -> list[Contract]:
@@ -96,9 +97,19 @@ def run_sweep(
     infer: bool = True,
     progress: Progress | None = None,
 ) -> SweepState:
-    """Index ``root`` and find every violation of the given (or configured) contracts."""
+    """Index ``root`` and find every violation of the given (or configured) contracts.
+
+    ``SweepState.seconds`` says how long each step took; ``index.stats.seconds`` the time of
+    the work on files inside them (reading, searching, hashing, parsing, facts)."""
+    clock = time.perf_counter()
     config = load_config(root)
+    seconds = {"config": time.perf_counter() - clock}
+    clock = time.perf_counter()
     index = RepoIndex(root, cache, config.exclude, max_file_bytes=config.max_file_bytes)
+    seconds["list files"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    wanted = [*BUILTIN_CONTRACTS, *config.contracts] if contracts is None else contracts
+    index.expect(frozenset(c.base for c in wanted))
     if contracts is None:
         contracts = [*BUILTIN_CONTRACTS, *config.contracts]
         if infer:
@@ -107,13 +118,18 @@ def run_sweep(
         declared = [*config.contracts, *(index.inferred_contracts() if infer else [])]
         contracts = _as_declared(contracts, declared)
     contracts = _dedupe(contracts)
+    seconds["contracts"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     hierarchies = index.load_hierarchies(contracts, progress)
+    seconds["hierarchies"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     violations: list[Violation] = []
     notes: list[Note] = []
     for hierarchy in hierarchies:
         found, observed = find_violations(index, hierarchy, config.test_dirs)
         violations.extend(found)
         notes.extend(observed)
+    seconds["violations"] = time.perf_counter() - clock
     skips = [Skip(rel, reason) for rel, reason in sorted(index.errors.items())]
     report = SweepResult(
         root=str(root),
@@ -127,7 +143,7 @@ def run_sweep(
         skips=skips,
         config_errors=list(config.errors),
     )
-    return SweepState(report, index, hierarchies, config)
+    return SweepState(report, index, hierarchies, config, seconds)
 
 
 def sweep(root: Path, contracts: list[Contract] | None = None, **kwargs: object) -> SweepResult:
