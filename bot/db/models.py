@@ -311,7 +311,6 @@ class Verification(Base):
         Index(
             "ix_verifications_outcomes", "fix_id", "verdict", "device", "started_at", "finished_at"
         ),
-        Index("ix_verifications_verdict_fix", "verdict", "fix_id"),
     )
 
 

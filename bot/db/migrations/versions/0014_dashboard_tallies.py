@@ -181,7 +181,6 @@ def upgrade() -> None:
     op.create_index("ix_fixes_repository_id", "fixes", ["repository", "id"])
     op.create_index("ix_fixes_signature_id", "fixes", ["signature", "id"])
     op.create_index("ix_fixes_state_id", "fixes", ["state", "id"])
-    op.create_index("ix_verifications_verdict_fix", "verifications", ["verdict", "fix_id"])
     if op.get_bind().dialect.name == "postgresql":
         _postgresql_search()
     else:
@@ -203,7 +202,6 @@ def downgrade() -> None:
             for table, _, _ in WATCHED:
                 op.execute(f"DROP TRIGGER IF EXISTS tally_{table}_{event}")
         op.execute("DROP TABLE IF EXISTS fixes_search")
-    op.drop_index("ix_verifications_verdict_fix", table_name="verifications")
     for name in ("ix_fixes_state_id", "ix_fixes_signature_id", "ix_fixes_repository_id"):
         op.drop_index(name, table_name="fixes")
     op.create_index("ix_fixes_signature", "fixes", ["signature"])
