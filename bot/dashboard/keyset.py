@@ -38,18 +38,22 @@ def keyset_page(
     *,
     before: int = 0,
     after: int = 0,
+    sort: ColumnElement[int] | None = None,
 ) -> Keyset:
     """The page of ``query`` (already filtered by ``conditions``) that starts ``before`` or
-    ``after`` an id of ``key``; the newest page when neither is set."""
+    ``after`` an id of ``key``; the newest page when neither is set. ``sort`` orders by an
+    expression equal to ``key`` that no index provides (``id + 0``): the planner then finds the
+    rows through the filter's index and sorts them, instead of walking the key's index."""
     query = query.limit(PAGE_SIZE + 1)
+    order = key if sort is None else sort
     if after:
-        rows = list(session.execute(query.where(key > after).order_by(key.asc())))
+        rows = list(session.execute(query.where(key > after).order_by(order.asc())))
         more_newer, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE][::-1]
         last = _key_of(rows[-1]) if rows else after + 1
         more_older = _exists(session, key, [*conditions, key < last])
         return Keyset(rows, _key_of(rows[0]) if more_newer else None, last if more_older else None)
     rows = list(
-        session.execute((query.where(key < before) if before else query).order_by(key.desc()))
+        session.execute((query.where(key < before) if before else query).order_by(order.desc()))
     )
     more_older, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
     newer = None

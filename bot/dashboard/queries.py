@@ -5,22 +5,23 @@ FTS5 or PostgreSQL pg_trgm, migration 0014), totals from the running totals."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Text, cast, func, literal_column, or_, select, table
 from sqlalchemy.orm import Session
 
-from bot.dashboard.filters import UNVERIFIED, FixFilters
+from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
 from bot.dashboard.formatting import seconds_between
-from bot.dashboard.keyset import keyset_page
+from bot.dashboard.keyset import Keyset, keyset_page
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
 from bot.db.tally_parts import Parts
 
 # The class of a ``fixes.violations`` line: its last code span, right before ``(kind)``.
 CLASS_IN_VIOLATION = re.compile(r"`([^`]+)` \([^()`]*\)\s*$")
 FACET_LIMIT = 200
+SEARCH_WINDOW = 5_000  # a search looks at the newest this many ids first
 COUNT_CAP = 1_000  # a filter no running total counts is counted up to here ("1000+")
 SEARCH_TABLE = "fixes_search"
 # As migration 0014 joins the searched columns for pg_trgm: the expression must be the same.
@@ -146,10 +147,44 @@ def _has_search_table(session: Session) -> bool:
     )
 
 
-def _search(session: Session, q: str) -> ColumnElement[bool]:
+def _number(q: str) -> int | None:
     number = q.removeprefix("#")
-    if number.isdigit() and len(number) < 10:
-        return or_(Fix.id == int(number), Fix.number == int(number))
+    return int(number) if number.isdigit() and len(number) < 10 else None
+
+
+def _search_page(session: Session, filters: FixFilters, conditions: list[Any]) -> Keyset:
+    """A search's page: first among the newest ``SEARCH_WINDOW`` ids (a common term fills its
+    page there, read through the primary key), else through the trigram index, sorted after
+    (a term whose matches are few or old: cost in its matches, not in the history). Ids first,
+    the page's columns after: sorting thousands of matches carries no wide rows."""
+    ids = select(Fix.id).where(*conditions)
+    page: Keyset | None = None
+    if not filters.after:
+        top = filters.before or (session.scalar(select(func.max(Fix.id))) or 0) + 1
+        recent = keyset_page(
+            session, ids.where(Fix.id >= top - SEARCH_WINDOW), Fix.id, conditions, before=top
+        )
+        if len(recent.rows) == PAGE_SIZE:
+            page = replace(recent, newer=recent.newer if filters.before else None)
+    if page is None:
+        page = keyset_page(
+            session,
+            ids,
+            Fix.id,
+            conditions,
+            before=filters.before,
+            after=filters.after,
+            sort=Fix.id + 0,
+        )
+    wanted = [row.id for row in page.rows]
+    rows = session.execute(select(*LIST_COLUMNS).where(Fix.id.in_(wanted))).all()
+    return replace(page, rows=sorted(rows, key=lambda row: -row.id))
+
+
+def _search(session: Session, q: str) -> ColumnElement[bool]:
+    number = _number(q)
+    if number is not None:
+        return or_(Fix.id == number, Fix.number == number)
     pattern = "%" + q.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
     if session.get_bind().dialect.name == "postgresql":
         # The very expression migration 0014 indexed with gin_trgm_ops.
@@ -203,14 +238,13 @@ def list_fixes(session: Session, *, filters: FixFilters, figures: Parts) -> FixP
     """One page of fix PRs, newest first, filtered in SQL (``figures``: the running totals of
     ``LIST_TOTALS``)."""
     conditions = fix_conditions(session, filters)
-    page = keyset_page(
-        session,
-        select(*LIST_COLUMNS).where(*conditions),
-        Fix.id,
-        conditions,
-        before=filters.before,
-        after=filters.after,
-    )
+    if filters.q and not _number(filters.q):
+        page = _search_page(session, filters, conditions)
+    else:
+        query = select(*LIST_COLUMNS).where(*conditions)
+        page = keyset_page(
+            session, query, Fix.id, conditions, before=filters.before, after=filters.after
+        )
     rows, newer, older = page.rows, page.newer, page.older
     total, exact = _total(session, filters, figures)
     ids = [row.id for row in rows]

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, update
 
 from bot.app import create_app
+from bot.dashboard import queries as dashboard_queries
 from bot.dashboard import routes as dashboard_routes
 from bot.db.models import Fix
 from bot.db.session import engine_for, session_scope
@@ -205,6 +206,20 @@ def test_partial_answers_304_when_nothing_changed(settings, client, monkeypatch)
         seed.fix(session, n=2)
     changed = client.get("/partials/fixes", headers={"If-None-Match": changed.headers["etag"]})
     assert changed.status_code == 200 and _rows(changed.text) == [2, 1]
+
+
+def test_a_search_reads_the_newest_ids_first_then_the_index(settings, client, monkeypatch):
+    monkeypatch.setattr(dashboard_queries, "SEARCH_WINDOW", 60)
+    with session_scope(settings.resolved_database_url) as session:
+        for n in range(1, 71):
+            seed.fix(session, n=n, title=f"{'old' if n <= 55 else 'new'} fix {n} common")
+    old = client.get("/?q=old+fix").text  # 45 in the newest 60 ids, not a page: the index
+    assert _rows(old) == list(range(55, 5, -1)) and 'href="/?q=old+fix&amp;before=6"' in old
+    assert _rows(client.get("/?q=old+fix&before=6").text) == [5, 4, 3, 2, 1]
+    assert _rows(client.get("/?q=old+fix&after=5").text) == list(range(55, 5, -1))
+    common = client.get("/?q=common").text  # a page among the newest 60 ids: read there
+    assert _rows(common)[:12] == list(range(70, 58, -1)) and len(_rows(common)) == 50
+    assert 'rel="prev"' not in common and 'href="/?q=common&amp;before=21"' in common
 
 
 def test_failure_pages_are_keyed_by_id_with_totals_from_the_funnel(settings, client):
