@@ -1,7 +1,7 @@
 """Server time of the dashboard's pages at 1,000 to 100,000 fix PRs: each page's cost must not
 grow with the history.
 
-Run: .venv/bin/python bench/dashboard.py [--fixes 1000,10000,100000] [--requests 30]
+Run: .venv/bin/python bench/dashboard.py [--fixes 1000,10000,100000] [--requests 60]
      [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
 
 For each size, seeds a fresh database (a SQLite file in a temporary folder by default; with
