@@ -167,6 +167,10 @@ def _search_page(session: Session, filters: FixFilters, conditions: list[Any]) -
         if len(recent.rows) == PAGE_SIZE:
             page = replace(recent, newer=recent.newer if filters.before else None)
     if page is None:
+        # PostgreSQL walks the primary key for ORDER BY id and filters every row on the way:
+        # ``id + 0`` makes it take the trigram index's matches and sort them. SQLite already
+        # reads the FTS matches first, and sorting an expression would cost it more.
+        postgresql = session.get_bind().dialect.name == "postgresql"
         page = keyset_page(
             session,
             ids,
@@ -174,11 +178,33 @@ def _search_page(session: Session, filters: FixFilters, conditions: list[Any]) -
             conditions,
             before=filters.before,
             after=filters.after,
-            sort=Fix.id + 0,
+            sort=Fix.id + 0 if postgresql else None,
         )
     wanted = [row.id for row in page.rows]
     rows = session.execute(select(*LIST_COLUMNS).where(Fix.id.in_(wanted))).all()
     return replace(page, rows=sorted(rows, key=lambda row: -row.id))
+
+
+def _search_matches(q: str) -> Select[Any]:
+    """The rowids (fix ids) of the SQLite FTS5 table matching ``q`` as one quoted string."""
+    phrase = '"' + q.replace('"', '""') + '"'  # one FTS5 string: the text as typed
+    return (
+        select(literal_column("rowid"))
+        .select_from(table(SEARCH_TABLE))
+        .where(literal_column(SEARCH_TABLE).op("MATCH")(phrase))
+    )
+
+
+def _only_searched(session: Session, filters: FixFilters) -> bool:
+    others = (filters.repository, filters.state, filters.signature, filters.verdict)
+    return (
+        bool(filters.q)
+        and not any(others)
+        and _number(filters.q) is None
+        and len(filters.q) >= 3
+        and session.get_bind().dialect.name == "sqlite"
+        and _has_search_table(session)
+    )
 
 
 def _search(session: Session, q: str) -> ColumnElement[bool]:
@@ -199,13 +225,7 @@ def _search(session: Session, q: str) -> ColumnElement[bool]:
         )
         return searched.ilike(pattern, escape="/")
     if len(q) >= 3 and _has_search_table(session):
-        phrase = '"' + q.replace('"', '""') + '"'  # one FTS5 string: the text as typed
-        matches: Select[Any] = (
-            select(literal_column("rowid"))
-            .select_from(table(SEARCH_TABLE))
-            .where(literal_column(SEARCH_TABLE).op("MATCH")(phrase))
-        )
-        return Fix.id.in_(matches)
+        return Fix.id.in_(_search_matches(q))
     return or_(
         *(
             column.icontains(q, autoescape=True)
@@ -229,7 +249,12 @@ def _total(session: Session, filters: FixFilters, figures: Parts) -> tuple[int, 
             return sum(c for (n, _, _), (c, _) in figures.items() if n == "fix_state"), True
         [(name, value)] = facets
         return figures.get((name, value, ""), (0, 0.0))[0], True
-    matching = select(Fix.id).where(*fix_conditions(session, filters)).limit(COUNT_CAP + 1)
+    if _only_searched(session, filters):
+        # The FTS table streams its matches: the count stops at the cap, where the IN set
+        # would hold every match first (100,000 for a term in every title).
+        matching = _search_matches(filters.q).limit(COUNT_CAP + 1)
+    else:
+        matching = select(Fix.id).where(*fix_conditions(session, filters)).limit(COUNT_CAP + 1)
     counted = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
     return min(counted, COUNT_CAP), counted <= COUNT_CAP
 
