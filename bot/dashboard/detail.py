@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from bot.dashboard.formatting import aware, duration_text, seconds_between
+from bot.dashboard.formatting import aware, duration_text
 from bot.dashboard.queries import classes_of
 from bot.dashboard.results import TestResult, test_results
 from bot.db.models import (
@@ -22,6 +22,7 @@ from bot.db.models import (
 )
 from bot.db.records.pr_notices import PrNotice
 from bot.db.records.suppressions import suppressions_of
+from bot.db.tally_parts import seconds_between
 
 STATE_LABELS = {
     "classified": "Classified",

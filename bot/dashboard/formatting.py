@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from bot.db.tally_parts import seconds_between
 from fixers.repo.input_rules import http_url_problem
 
 
@@ -21,14 +22,6 @@ def aware(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
-    """Seconds from ``start`` to ``end``, or None when either is missing."""
-    first, last = aware(start), aware(end)
-    if first is None or last is None:
-        return None
-    return (last - first).total_seconds()
 
 
 def duration_text(seconds: float | None) -> str:

@@ -7,16 +7,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Text, cast, func, literal_column, or_, select, table
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
-from bot.dashboard.formatting import seconds_between
 from bot.dashboard.keyset import Keyset, keyset_page
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
-from bot.db.tally_parts import Parts
+from bot.db.tally_parts import Parts, seconds_between
 
 # The class of a ``fixes.violations`` line: its last code span, right before ``(kind)``.
 CLASS_IN_VIOLATION = re.compile(r"`([^`]+)` \([^()`]*\)\s*$")
@@ -139,12 +140,17 @@ def fix_conditions(session: Session, filters: FixFilters) -> list[ColumnElement[
 
 
 def _has_search_table(session: Session) -> bool:
-    connection = session.connection()
-    return bool(
-        connection.exec_driver_sql(
+    return _search_table_in(session.get_bind().engine)
+
+
+@cache
+def _search_table_in(engine: Engine) -> bool:
+    # Asked once per database: the migrations made the table (or could not) before serving.
+    with engine.connect() as connection:
+        found = connection.exec_driver_sql(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SEARCH_TABLE,)
         ).first()
-    )
+    return found is not None
 
 
 def _number(q: str) -> int | None:

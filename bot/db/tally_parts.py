@@ -81,7 +81,8 @@ def _utc(moment: datetime) -> datetime:
 
 
 def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
-    """Seconds from ``start`` to ``end``, or None when either is missing."""
+    """Seconds from ``start`` to ``end``, or None when either is missing (the one definition:
+    the dashboard uses it too)."""
     if start is None or end is None:
         return None
     return (_utc(end) - _utc(start)).total_seconds()

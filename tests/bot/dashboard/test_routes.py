@@ -222,6 +222,19 @@ def test_a_search_reads_the_newest_ids_first_then_the_index(settings, client, mo
     assert 'rel="prev"' not in common and 'href="/?q=common&amp;before=21"' in common
 
 
+@pytest.mark.parametrize(
+    "q", ['say "hi" OR x', "NEAR(a b)", "100%_done", "a*", "'; DROP TABLE fixes; --", '"""']
+)
+def test_search_text_is_only_ever_a_literal(settings, client, q):
+    with session_scope(settings.resolved_database_url) as session:
+        seed.fix(session, n=1, title=f"fix about {q} here")
+        seed.fix(session, n=2, title="an unrelated fix")
+    page = client.get("/", params={"q": q})
+    assert page.status_code == 200
+    assert _rows(page.text) == [1]  # the typed text as a substring: no operator, no wildcard
+    assert _rows(client.get("/", params={"q": q + "zz"}).text) == []
+
+
 def test_failure_pages_are_keyed_by_id_with_totals_from_the_funnel(settings, client):
     with session_scope(settings.resolved_database_url) as session:
         for n in range(1, 53):
