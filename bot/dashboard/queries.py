@@ -1,32 +1,27 @@
 """The fix PR list: filtered in SQL, one page of rows at a time, keyed by id (no OFFSET: a deep
-page costs what the first does), every filter on an index, search on a trigram index (SQLite
-FTS5 or PostgreSQL pg_trgm, migration 0014), totals from the running totals."""
+page costs what the first does), every filter on an index, free text through the search table
+(``bot.dashboard.search``), totals from the running totals."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, cast, func, literal_column, or_, select, table
-from sqlalchemy.engine import Engine
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session
 
-from bot.dashboard.filters import PAGE_SIZE, UNVERIFIED, FixFilters
-from bot.dashboard.keyset import Keyset, keyset_page
+from bot.dashboard.filters import UNVERIFIED, FixFilters
+from bot.dashboard.keyset import keyset_page
+from bot.dashboard.search import count_matches, matches, search_page
 from bot.db.models import CiFailure, Fix, RepairRun, Verification
 from bot.db.tally_parts import Parts, seconds_between
 
 # The class of a ``fixes.violations`` line: its last code span, right before ``(kind)``.
 CLASS_IN_VIOLATION = re.compile(r"`([^`]+)` \([^()`]*\)\s*$")
 FACET_LIMIT = 200
-SEARCH_WINDOW = 5_000  # a search looks at the newest this many ids first
 COUNT_CAP = 1_000  # a filter no running total counts is counted up to here ("1000+")
-SEARCH_TABLE = "fixes_search"
-# As migration 0014 joins the searched columns for pg_trgm: the expression must be the same.
-SEARCH_SEPARATOR = literal_column("chr(31)", Text)
 
 
 @dataclass(frozen=True)
@@ -121,8 +116,9 @@ def latest_verdict() -> Any:
     )
 
 
-def fix_conditions(session: Session, filters: FixFilters) -> list[ColumnElement[bool]]:
-    """The WHERE clauses for ``filters``."""
+def fix_conditions(filters: FixFilters) -> list[ColumnElement[bool]]:
+    """The WHERE clauses for ``filters`` on ``fixes``' own columns (a search for ``#N`` is one:
+    the PR or fix number; free text is searched through ``bot.dashboard.search``)."""
     conditions: list[ColumnElement[bool]] = []
     if filters.repository:
         conditions.append(Fix.repository == filters.repository)
@@ -134,23 +130,10 @@ def fix_conditions(session: Session, filters: FixFilters) -> list[ColumnElement[
         conditions.append(latest_verdict().is_(None))
     elif filters.verdict:
         conditions.append(latest_verdict() == filters.verdict)
-    if filters.q:
-        conditions.append(_search(session, filters.q))
+    number = _number(filters.q)
+    if number is not None:
+        conditions.append(or_(Fix.id == number, Fix.number == number))
     return conditions
-
-
-def _has_search_table(session: Session) -> bool:
-    return _search_table_in(session.get_bind().engine)
-
-
-@cache
-def _search_table_in(engine: Engine) -> bool:
-    # Asked once per database: the migrations made the table (or could not) before serving.
-    with engine.connect() as connection:
-        found = connection.exec_driver_sql(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SEARCH_TABLE,)
-        ).first()
-    return found is not None
 
 
 def _number(q: str) -> int | None:
@@ -158,89 +141,9 @@ def _number(q: str) -> int | None:
     return int(number) if number.isdigit() and len(number) < 10 else None
 
 
-def _search_page(session: Session, filters: FixFilters, conditions: list[Any]) -> Keyset:
-    """A search's page: first among the newest ``SEARCH_WINDOW`` ids (a common term fills its
-    page there, read through the primary key), else through the trigram index, sorted after
-    (a term whose matches are few or old: cost in its matches, not in the history). Ids first,
-    the page's columns after: sorting thousands of matches carries no wide rows."""
-    ids = select(Fix.id).where(*conditions)
-    page: Keyset | None = None
-    if not filters.after:
-        top = filters.before or (session.scalar(select(func.max(Fix.id))) or 0) + 1
-        recent = keyset_page(
-            session, ids.where(Fix.id >= top - SEARCH_WINDOW), Fix.id, conditions, before=top
-        )
-        if len(recent.rows) == PAGE_SIZE:
-            page = replace(recent, newer=recent.newer if filters.before else None)
-    if page is None:
-        # PostgreSQL walks the primary key for ORDER BY id and filters every row on the way:
-        # ``id + 0`` makes it take the trigram index's matches and sort them. SQLite already
-        # reads the FTS matches first, and sorting an expression would cost it more.
-        postgresql = session.get_bind().dialect.name == "postgresql"
-        page = keyset_page(
-            session,
-            ids,
-            Fix.id,
-            conditions,
-            before=filters.before,
-            after=filters.after,
-            sort=Fix.id + 0 if postgresql else None,
-        )
-    wanted = [row.id for row in page.rows]
-    rows = session.execute(select(*LIST_COLUMNS).where(Fix.id.in_(wanted))).all()
-    return replace(page, rows=sorted(rows, key=lambda row: -row.id))
-
-
-def _search_matches(q: str) -> Select[Any]:
-    """The rowids (fix ids) of the SQLite FTS5 table matching ``q`` as one quoted string."""
-    phrase = '"' + q.replace('"', '""') + '"'  # one FTS5 string: the text as typed
-    return (
-        select(literal_column("rowid"))
-        .select_from(table(SEARCH_TABLE))
-        .where(literal_column(SEARCH_TABLE).op("MATCH")(phrase))
-    )
-
-
-def _only_searched(session: Session, filters: FixFilters) -> bool:
-    others = (filters.repository, filters.state, filters.signature, filters.verdict)
-    return (
-        bool(filters.q)
-        and not any(others)
-        and _number(filters.q) is None
-        and len(filters.q) >= 3
-        and session.get_bind().dialect.name == "sqlite"
-        and _has_search_table(session)
-    )
-
-
-def _search(session: Session, q: str) -> ColumnElement[bool]:
-    number = _number(q)
-    if number is not None:
-        return or_(Fix.id == number, Fix.number == number)
-    pattern = "%" + q.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
-    if session.get_bind().dialect.name == "postgresql":
-        # The very expression migration 0014 indexed with gin_trgm_ops.
-        searched = (
-            Fix.title
-            + SEARCH_SEPARATOR
-            + Fix.repository
-            + SEARCH_SEPARATOR
-            + Fix.branch
-            + SEARCH_SEPARATOR
-            + cast(Fix.violations, Text)
-        )
-        return searched.ilike(pattern, escape="/")
-    if len(q) >= 3 and _has_search_table(session):
-        return Fix.id.in_(_search_matches(q))
-    return or_(
-        *(
-            column.icontains(q, autoescape=True)
-            for column in (Fix.title, Fix.repository, Fix.branch, cast(Fix.violations, Text))
-        )
-    )
-
-
-def _total(session: Session, filters: FixFilters, figures: Parts) -> tuple[int, bool]:
+def _total(
+    session: Session, filters: FixFilters, others: list[ColumnElement[bool]], figures: Parts
+) -> tuple[int, bool]:
     facets = [
         (name, value)
         for name, value in (
@@ -255,29 +158,31 @@ def _total(session: Session, filters: FixFilters, figures: Parts) -> tuple[int, 
             return sum(c for (n, _, _), (c, _) in figures.items() if n == "fix_state"), True
         [(name, value)] = facets
         return figures.get((name, value, ""), (0, 0.0))[0], True
-    if _only_searched(session, filters):
-        # The FTS table streams its matches: the count stops at the cap, where the IN set
-        # would hold every match first (100,000 for a term in every title).
-        matching = _search_matches(filters.q).limit(COUNT_CAP + 1)
+    if filters.q and _number(filters.q) is None:
+        counted = count_matches(session, matches(session, filters.q, others), COUNT_CAP)
     else:
-        matching = select(Fix.id).where(*fix_conditions(session, filters)).limit(COUNT_CAP + 1)
-    counted = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
+        matching = select(Fix.id).where(*others).limit(COUNT_CAP + 1)
+        counted = session.scalar(select(func.count()).select_from(matching.subquery())) or 0
     return min(counted, COUNT_CAP), counted <= COUNT_CAP
 
 
 def list_fixes(session: Session, *, filters: FixFilters, figures: Parts) -> FixPage:
     """One page of fix PRs, newest first, filtered in SQL (``figures``: the running totals of
     ``LIST_TOTALS``)."""
-    conditions = fix_conditions(session, filters)
-    if filters.q and not _number(filters.q):
-        page = _search_page(session, filters, conditions)
+    conditions = fix_conditions(filters)
+    if filters.q and _number(filters.q) is None:
+        # Ids first, the page's columns after: sorting matches carries no wide rows.
+        found = search_page(session, filters, matches(session, filters.q, conditions))
+        wanted = [row.id for row in found.rows]
+        chosen = session.execute(select(*LIST_COLUMNS).where(Fix.id.in_(wanted))).all()
+        page = replace(found, rows=sorted(chosen, key=lambda row: -row.id))
     else:
         query = select(*LIST_COLUMNS).where(*conditions)
         page = keyset_page(
             session, query, Fix.id, conditions, before=filters.before, after=filters.after
         )
     rows, newer, older = page.rows, page.newer, page.older
-    total, exact = _total(session, filters, figures)
+    total, exact = _total(session, filters, conditions, figures)
     ids = [row.id for row in rows]
     verifications = latest_verifications(session, fix_ids=ids)
     failures = first_failures(session, fix_ids=ids)

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, update
 
 from bot.app import create_app
-from bot.dashboard import queries as dashboard_queries
 from bot.dashboard import routes as dashboard_routes
+from bot.dashboard import search as dashboard_search
 from bot.db.models import Fix
 from bot.db.session import engine_for, session_scope
 from bot.db.tally_fold import fold_backlog
@@ -209,7 +209,7 @@ def test_partial_answers_304_when_nothing_changed(settings, client, monkeypatch)
 
 
 def test_a_search_reads_the_newest_ids_first_then_the_index(settings, client, monkeypatch):
-    monkeypatch.setattr(dashboard_queries, "SEARCH_WINDOW", 60)
+    monkeypatch.setattr(dashboard_search, "SEARCH_WINDOW", 60)
     with session_scope(settings.resolved_database_url) as session:
         for n in range(1, 71):
             seed.fix(session, n=n, title=f"{'old' if n <= 55 else 'new'} fix {n} common")

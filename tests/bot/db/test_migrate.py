@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from sqlalchemy import text
 
 from bot.db.migrate import alembic_config, upgrade
-from bot.db.session import engine_for
+from bot.db.session import engine_for, session_scope
+from tests.bot.dashboard import seed
 
 
 def test_migrations_match_the_models(settings):
@@ -34,3 +36,33 @@ def test_postgresql_compresses_delivery_bodies_with_lz4(settings):
         compression, storage = connection.execute(query).one()
     # A server built without LZ4 would keep them as given ("", "e"); this machine's has LZ4.
     assert (compression, storage) == ("l", "x")
+
+
+@pytest.mark.parametrize("settings", ["postgresql"], indirect=True)
+def test_postgresql_search_table_is_filled_from_the_rows_already_there(settings):
+    """Migration 0015 moves PostgreSQL's search from an index on ``fixes`` (0014) to a table of
+    its own, filled from the existing fix PRs; going back restores 0014's index."""
+    url = settings.resolved_database_url
+    config = alembic_config(url)
+    with engine_for(url).begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0014")
+    with session_scope(url) as session:
+        seed.fix(session, n=1, title="Rename EpsilonWorker.forward")
+    upgrade(url)
+    with engine_for(url).connect() as connection:
+        found = connection.execute(
+            text("SELECT id FROM fixes_search WHERE text LIKE '%epsilonworker%'")
+        ).all()
+        indexes = connection.execute(
+            text("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_fixes_search%'")
+        ).all()
+    assert len(found) == 1 and indexes == [("ix_fixes_search_text",)]
+    with engine_for(url).begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0014")
+        restored = connection.execute(
+            text("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_fixes_search%'")
+        ).all()
+    assert restored == [("ix_fixes_search",)]
+    upgrade(url)
