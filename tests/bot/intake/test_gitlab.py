@@ -14,7 +14,7 @@ from sqlalchemy import select
 from bot.db.models import CiFailure, Delivery
 from bot.db.session import session_scope
 from tests.fakes.gitlab.deliveries import deliver_and_process
-from tests.fakes.gitlab.hooks import job_hook, pipeline_hook
+from tests.fakes.gitlab.hooks import pipeline_hook
 from tests.fakes.gitlab.projects import FakeJob, gitlab_trace
 
 PROJECT = "gpu/infer/trt"
