@@ -56,18 +56,22 @@ def bounded(chunks: Iterable[bytes], limit: int) -> Trace:
             tail_size += len(chunk)
             while tail and tail_size - len(tail[0]) >= tail_cap:
                 tail_size -= len(tail.popleft())
-    kept_tail = b"".join(tail)[-tail_cap:]
+    joined = b"".join(tail)
+    tail.clear()
     if total <= limit:
-        return Trace(bytes(head) + kept_tail, total)
+        return Trace(bytes(head) + joined, total)
     head_end = head.rfind(b"\n") + 1 or len(head)
-    tail_start = kept_tail.find(b"\n") + 1
-    kept_head, kept_tail = bytes(head[:head_end]), kept_tail[tail_start:]
+    cut = max(len(joined) - tail_cap, 0)
+    tail_start = joined.find(b"\n", cut) + 1 or cut
+    kept_head, kept_tail = memoryview(head)[:head_end], memoryview(joined)[tail_start:]
     left_out = total - len(kept_head) - len(kept_tail)
     note = (
-        f"\n[repairbot: {left_out} bytes of this {total}-byte trace left out here; "
+        f"[repairbot: {left_out} bytes of this {total}-byte trace left out here; "
         f"REPAIRBOT_GITLAB_MAX_TRACE_BYTES is {limit}]\n"
     ).encode()
-    return Trace(kept_head + note + kept_tail, total)
+    if kept_head and head_end == len(head) and not head.endswith(b"\n"):
+        note = b"\n" + note  # a head with no line end at all
+    return Trace(b"".join([kept_head, note, kept_tail]), total)
 
 
 def download_trace(

@@ -24,12 +24,16 @@ def post_hook(
     payload: dict[str, Any] | bytes,
     *,
     uuid: str | None,
-    token: str | None = WEBHOOK_TOKEN,
+    token: str | bytes | None = WEBHOOK_TOKEN,
     headers: dict[str, str] | None = None,
 ) -> Any:
     """The app's answer (an httpx response) to one delivery, as GitLab would send it."""
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    sent = {"X-Gitlab-Event": event, "Content-Type": "application/json", **(headers or {})}
+    sent: dict[str, str | bytes] = {
+        "X-Gitlab-Event": event,
+        "Content-Type": "application/json",
+        **(headers or {}),
+    }
     if token is not None:
         sent["X-Gitlab-Token"] = token
     if uuid is not None:

@@ -117,6 +117,25 @@ class FakeGitLab:
             self.projects[project.id] = project
         return project
 
+    def new_project(self, path: str) -> FakeProject:
+        """A project whose repository has one empty commit on ``main``."""
+        source = self.root / "_sources" / path
+        source.mkdir(parents=True)
+        git_out(source, "init", "-q", "-b", "main")
+        git_out(
+            source,
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "start",
+        )
+        return self.create_project(path, source)
+
     def add_pipeline(
         self,
         project: FakeProject,
