@@ -64,6 +64,7 @@ class Fault:
     status: int
     times: int
     headers: dict[str, str]
+    after_effect: bool = False  # the request is carried out, then its answer is lost
 
 
 @dataclass
@@ -163,9 +164,11 @@ class FakeGitLab:
         times: int = 1,
         retry_after: int | None = None,
         reset_in: int | None = None,
+        after_effect: bool = False,
     ) -> None:
         """Answer the next ``times`` matching requests with ``status`` (a 429 with
-        ``Retry-After`` or ``RateLimit-Reset`` when one is given)."""
+        ``Retry-After`` or ``RateLimit-Reset`` when one is given; ``after_effect``: a 5xx
+        after the request was carried out)."""
         headers: dict[str, str] = {}
         if retry_after is not None:
             status, headers["Retry-After"] = 429, str(retry_after)
@@ -175,7 +178,9 @@ class FakeGitLab:
                 {"RateLimit-Remaining": "0", "RateLimit-Reset": str(int(time.time()) + reset_in)}
             )
         with self.lock:
-            self._faults.append(Fault(method, re.compile(path), status, times, headers))
+            self._faults.append(
+                Fault(method, re.compile(path), status, times, headers, after_effect)
+            )
 
     def calls_to(self, method: str, pattern: str) -> list[Call]:
         """Recorded calls whose method and path match."""
@@ -253,7 +258,7 @@ def _make_handler(state: FakeGitLab, routes: list[Route]) -> type:
             if self.headers.get("private-token") != TOKEN:
                 return 401, {"message": "401 Unauthorized"}, {}
             fault = state.take_fault(self.command, path)
-            if fault is not None:
+            if fault is not None and not fault.after_effect:
                 return fault.status, {"message": f"{fault.status} fault"}, dict(fault.headers)
             for method, pattern, handler, schema in routes:
                 match = pattern.fullmatch(path)
@@ -270,6 +275,8 @@ def _make_handler(state: FakeGitLab, routes: list[Route]) -> type:
                     status, payload = handler(
                         state, Request(self.command, query, body, match, project)
                     )
+                if fault is not None:  # carried out; the answer is lost
+                    return fault.status, {"message": f"{fault.status} fault"}, dict(fault.headers)
                 state.check_schema(f"{self.command} {path}", schema, status, payload)
                 return status, payload, {}
             return 404, {"error": "404 Not Found"}, {}
