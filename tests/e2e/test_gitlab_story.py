@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, select
 from bot.cli.demo_target import build_target, run_tests, wait_for_runs, wait_for_verification
 from bot.config_values import sqlite_url
 from bot.db.models import Delivery
+from tests.e2e.test_actions_failures import _report_with_findings
 from tests.fakes.gitlab.deliveries import WEBHOOK_TOKEN
 from tests.fakes.gitlab.hooks import job_hook, pipeline_hook
 from tests.fakes.gitlab.projects import FakeJob, gitlab_trace
@@ -41,16 +42,6 @@ def _post(service, event: str, payload: dict, uuid: str) -> httpx.Response:
         },
         timeout=30,
     )
-
-
-def _report(client: httpx.Client, service, timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        reports = client.get("/api/v1/failures").raise_for_status().json()
-        if reports and reports[0]["classified_at"] and reports[0]["runs"]:
-            return reports[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no classified report in {timeout_s}s\n{service.logs()}")
 
 
 def _handled(service, timeout_s: float = 60) -> list[str]:
@@ -96,7 +87,7 @@ def test_a_pipeline_hook_alone_opens_one_verified_merge_request(make_service, gi
     answer = _post(service, "Pipeline Hook", hook, "9f1c-e2e-1")
     assert answer.status_code == 202 and answer.json()["status"] == "accepted", answer.text
     with service.client() as client:
-        listed = _report(client, service)
+        listed = _report_with_findings(client, service)
         report = client.get(f"/api/v1/reports/{listed['id']}").raise_for_status().json()
         done = wait_for_runs(client, f"/api/v1/reports/{report['id']}", timeout_s=180)
         [run] = done["runs"]

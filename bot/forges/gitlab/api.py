@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.models import Fix, FixComment
 from bot.forges.base import StatusState
-from bot.forges.github.outbox import Written, defer, write_once
+from bot.forges.fix_rows import status_comment
+from bot.forges.github.outbox import Written, defer, send_or_defer
 from bot.forges.gitlab.client import gitlab_client, reading
 from bot.forges.gitlab.write_ops import write_operations
 
@@ -79,18 +80,15 @@ class GitLabApi:
         request: dict[str, Any],
     ) -> Written | None:
         """Defer the write into ``session``'s transaction, or send it now (the outbox)."""
-        if session is not None:
-            defer(session, key=key, kind=kind, repository=project, target=target, request=request)
-            return None
-        post, find = write_operations(self.settings, self.client, kind, key, request)
-        return write_once(
+        return send_or_defer(
             self.settings,
+            session,
             key=key,
             kind=kind,
             repository=project,
             target=target,
-            post=post,
-            find=find,
+            request=request,
+            operations=lambda: write_operations(self.settings, self.client, kind, key, request),
         )
 
     def send_deferred(
@@ -140,7 +138,4 @@ class GitLabApi:
         }
         key = f"gitlab-status:{uuid4().hex}"
         self._write(session, key, "gitlab-status", fix.repository, fix.head_sha, request)
-        body = description if target_url is None else f"{description} ({target_url})"
-        session.add(
-            FixComment(fix_id=fix.id, kind="status", context=context, state=state, body=body)
-        )
+        session.add(status_comment(fix, state, context, description, target_url))
