@@ -22,6 +22,7 @@ from bot.forges.base import StatusState
 from bot.forges.fix_rows import status_comment
 from bot.forges.github.outbox import Written, defer, send_or_defer
 from bot.forges.gitlab.client import gitlab_client, reading
+from bot.forges.gitlab.rest import token
 from bot.forges.gitlab.write_ops import write_operations
 
 
@@ -44,9 +45,7 @@ class GitLabApi:
 
     def token(self) -> str:
         """The token git fetches and pushes with."""
-        assert self.settings.gitlab_token is not None
-        self.client  # noqa: B018 - refuses an unconfigured GitLab first
-        return self.settings.gitlab_token.get_secret_value()
+        return token(self.settings)
 
     def default_branch(self, project: str) -> str:
         """The project's default branch."""

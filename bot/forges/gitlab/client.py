@@ -13,16 +13,14 @@ from typing import Any
 import gitlab
 
 from bot.config import Settings
-from bot.forges.gitlab.rest import GitLabNotConfigured
+from bot.forges.gitlab.rest import token
 
 
 def gitlab_client(settings: Settings) -> gitlab.Gitlab:
     """A client for the configured GitLab (``GitLabNotConfigured`` without a token)."""
-    if settings.gitlab_token is None:
-        raise GitLabNotConfigured("GitLab is not configured: set REPAIRBOT_GITLAB_TOKEN")
     return gitlab.Gitlab(
         settings.gitlab_url,
-        private_token=settings.gitlab_token.get_secret_value(),
+        private_token=token(settings),
         timeout=settings.gitlab_timeout_s,
         user_agent="repairbot",
         keep_base_url=True,  # behind a proxy, pagination links may name another host

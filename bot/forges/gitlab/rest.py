@@ -57,11 +57,16 @@ def wait_for(
     return None
 
 
-def headers(settings: Settings) -> dict[str, str]:
-    """The headers of an authenticated API request."""
+def token(settings: Settings) -> str:
+    """The configured GitLab token (``GitLabNotConfigured`` when there is none)."""
     if settings.gitlab_token is None:
         raise GitLabNotConfigured("GitLab is not configured: set REPAIRBOT_GITLAB_TOKEN")
-    return {"PRIVATE-TOKEN": settings.gitlab_token.get_secret_value(), "User-Agent": "repairbot"}
+    return settings.gitlab_token.get_secret_value()
+
+
+def headers(settings: Settings) -> dict[str, str]:
+    """The headers of an authenticated API request."""
+    return {"PRIVATE-TOKEN": token(settings), "User-Agent": "repairbot"}
 
 
 def client(settings: Settings) -> httpx.Client:
