@@ -1,4 +1,5 @@
-"""Recording a GitHub webhook delivery: dedupe by its id, store it, queue its processing.
+"""Recording a GitHub (or GitLab) webhook delivery: dedupe by its id, store it, queue its
+processing.
 
 The API route checks the signature and headers and reads the payload's ``action``;
 :func:`record_delivery` does the rest in the caller's transaction. ``process_delivery`` is sent
@@ -29,7 +30,8 @@ HANDLED_EVENTS = frozenset(
 
 @dataclass(frozen=True)
 class GitHubDelivery:
-    """One webhook delivery as GitHub sent it: its id, event, the payload's action and body."""
+    """One webhook delivery as GitHub (or GitLab: ``source``) sent it: its id, event, the
+    payload's action (GitLab: its ``object_kind``) and body."""
 
     delivery_id: str
     event: str

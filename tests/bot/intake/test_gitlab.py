@@ -6,6 +6,7 @@ its merge request and each job's trace (a real-shaped runner trace around a real
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from bot.app import create_app
+from bot.db.crud import undispatched_delivery_ids
 from bot.db.models import CiFailure, Delivery
 from bot.db.session import session_scope
 from bot.intake.process_delivery import process_delivery
@@ -235,6 +237,9 @@ def test_server_errors_past_the_last_attempt_leave_the_delivery_to_a_later_retry
     with pytest.raises(TransientError, match=r"503 .*attempt 5 of 5"):
         process_delivery.apply(args=[delivery_id], throw=True, retries=99).get()
     assert _outcome(gl_settings, delivery_id) == "stored" and _reports(gl_settings) == []
+    # Were the task itself lost, the reconciler sends the still-stored delivery again.
+    with session_scope(gl_settings.resolved_database_url) as session:
+        assert delivery_id in undispatched_delivery_ids(session, older_than=timedelta(0))
     # Once GitLab answers again, the same delivery is processed: nothing was lost.
     notes = process_delivery.apply(args=[delivery_id]).get()
     assert _outcome(gl_settings, delivery_id) == "processed", notes
