@@ -33,7 +33,7 @@ from bot.forges.gitlab.events import (
 )
 from bot.forges.gitlab.rest import GitLabRefused, get_json
 from bot.forges.gitlab.traces import TraceGone, download_trace
-from bot.intake.ci_reports import ReportSource, fetch_report
+from bot.intake.ci_reports import ReportSource, fetch_report, known_report
 from fixers.intake import Format
 from fixers.intake.stages import parse_stage
 
@@ -51,20 +51,27 @@ def gone_note(job: GitLabJob, why: str) -> bytes:
 
 
 def pipeline_hook_jobs(settings: Settings, payload: dict[str, Any]) -> list[GitLabJob]:
-    """The failed jobs of a Pipeline Hook, each with its merge request's target branch."""
-    jobs = failed_pipeline_jobs(instance(settings), payload)
-    return [_completed(settings, job, get_json) for job in jobs]
+    """The failed jobs of a Pipeline Hook (completed later: :func:`complete_pipeline_job`)."""
+    return failed_pipeline_jobs(instance(settings), payload)
 
 
 def job_hook_job(settings: Settings, payload: dict[str, Any]) -> GitLabJob | None:
-    """The failed job of a Job Hook, completed from its pipeline and merge request."""
-    job = failed_job_hook(instance(settings), payload)
-    if job is None:
-        return None
+    """The failed job of a Job Hook (completed later: :func:`complete_job_hook_job`)."""
+    return failed_job_hook(instance(settings), payload)
+
+
+def complete_pipeline_job(settings: Settings, job: GitLabJob) -> GitLabJob:
+    """A Pipeline Hook's job with what the hook may leave out: the project's path, the merge
+    request's target branch (asked of GitLab only then)."""
+    return _completed(settings, job, get_json)
+
+
+def complete_job_hook_job(settings: Settings, job: GitLabJob) -> GitLabJob:
+    """A Job Hook's job completed from its pipeline (its ref: a merge request's?) and then as
+    a Pipeline Hook's."""
     if job.pipeline_id is not None:
-        job = with_pipeline(
-            job, get_json(settings, f"/projects/{job.project_id}/pipelines/{job.pipeline_id}")
-        )
+        path = f"/projects/{job.project_id}/pipelines/{job.pipeline_id}"
+        job = with_pipeline(job, get_json(settings, path))
     return _completed(settings, job, get_json)
 
 
@@ -104,15 +111,26 @@ def _trace(settings: Settings, job: GitLabJob) -> bytes:
         return gone_note(job, str(exc))
 
 
-def intake_gitlab_jobs(settings: Settings, reading: Reading, jobs: list[GitLabJob]) -> Writes | str:
-    """Fetch each failed job's trace (no write lock held); what records them all exactly like
-    posted console logs, or why there is nothing to record."""
+def intake_gitlab_jobs(
+    settings: Settings,
+    reading: Reading,
+    jobs: list[GitLabJob],
+    complete: Callable[[Settings, GitLabJob], GitLabJob],
+) -> Writes | str:
+    """Complete each failed job not known yet (``complete``: its lookups) and fetch its trace,
+    with no write lock held; what records them all exactly like posted console logs, or why
+    there is nothing to record. A known job costs no request to GitLab."""
     if not jobs:
         return "no failed job"
     steps: list[Writes] = []
     notes: list[str] = []
     for job in jobs:
-        label = f"{job.project} job {job.job_id}"
+        label = f"{job.project or job.project_id} job {job.job_id}"
+        with reading() as session:
+            if known_report(session, ReportSource(idempotency_key=job.key)) is not None:
+                notes.append(f"{label} is already known")
+                continue
+        job = complete(settings, job)
         step = fetch_report(
             reading,
             _source(job),

@@ -126,6 +126,8 @@ def test_the_job_hook_of_a_job_its_pipeline_hook_brought_fetches_nothing(
     assert any("already known" in n for n in again_notes), again_notes
     assert [r[4:6] for r in _reports(gl_settings)] == [(3, "release")]
     assert len(gitlab_api.calls_to("GET", TRACE_PATH)) == 1
+    # Nothing was asked of GitLab for the known job: neither its pipeline nor its trace.
+    assert not gitlab_api.calls_to("GET", r"/pipelines/")
 
 
 def test_a_job_hook_alone_finds_its_merge_request_through_the_pipeline(
