@@ -120,3 +120,7 @@ def drop_all_tables(url: str) -> None:
 
 # The one GitHub-API double (a real HTTP server on 127.0.0.1), shared by every test.
 from tests.fakes.github_api import github_api  # noqa: E402, F401
+
+# The GitLab-API double, and settings pointing at it.
+from tests.fakes.gitlab.deliveries import gl_settings  # noqa: E402, F401
+from tests.fakes.gitlab.server import gitlab_api  # noqa: E402, F401

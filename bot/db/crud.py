@@ -227,7 +227,7 @@ IDS_PER_QUERY = 1000
 def _undispatched(older_than: timedelta) -> list[ColumnElement[bool]]:
     cutoff = utcnow() - older_than
     return [
-        Delivery.source == "github",
+        Delivery.source.in_(("github", "gitlab")),  # ci deliveries are reports: not here
         Delivery.outcome == "stored",
         Delivery.dispatched_at < cutoff,
     ]

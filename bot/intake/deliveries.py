@@ -1,4 +1,5 @@
-"""Recording a GitHub webhook delivery: dedupe by its id, store it, queue its processing.
+"""Recording a GitHub (or GitLab) webhook delivery: dedupe by its id, store it, queue its
+processing.
 
 The API route checks the signature and headers and reads the payload's ``action``;
 :func:`record_delivery` does the rest in the caller's transaction. ``process_delivery`` is sent
@@ -23,23 +24,26 @@ from bot.queue.starts import start_process_delivery
 COALESCED_ACTIONS = frozenset({"synchronize", "opened", "reopened"})
 HANDLED_EVENTS = frozenset(
     {"issue_comment", "pull_request", "check_run", "status", "workflow_job", "push"}
+    | {"Pipeline Hook", "Job Hook"}  # GitLab's (bot.intake.gitlab)
 )
 
 
 @dataclass(frozen=True)
 class GitHubDelivery:
-    """One webhook delivery as GitHub sent it: its id, event, the payload's action and body."""
+    """One webhook delivery as GitHub (or GitLab: ``source``) sent it: its id, event, the
+    payload's action (GitLab: its ``object_kind``) and body."""
 
     delivery_id: str
     event: str
     action: str | None
     body: bytes
     coalesce_key: str | None = None  # see ``coalesce_key``
+    source: str = "github"  # or "gitlab": the forge that sent it (deliveries.source)
 
     @property
     def key(self) -> str:
-        """Its deliveries.key: GitHub's delivery id, which a redelivery repeats."""
-        return f"github:{self.delivery_id}"
+        """Its deliveries.key: the forge's delivery id, which a redelivery repeats."""
+        return f"{self.source}:{self.delivery_id}"
 
 
 class DeliveryOutcome(StrEnum):
@@ -77,7 +81,7 @@ def record_deliveries(
         session,
         [
             NewDelivery(
-                "github",
+                d.source,
                 d.key,
                 d.event,
                 d.action,

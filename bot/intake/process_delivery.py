@@ -25,6 +25,7 @@ from bot.forges.github.events import PayloadError, load_payload
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.job_logs import LogRefused
 from bot.forges.github.retry import RateLimited
+from bot.forges.gitlab.rest import GitLabNotConfigured, GitLabRefused, GitLabUnavailable
 from bot.intake.jenkins import BuildRefused
 from bot.intake.route import EventContext, handlers_for
 from bot.pipeline.task_base import RepairbotTask, TransientError
@@ -79,13 +80,13 @@ def handle_delivery(settings: Settings, delivery_id: int) -> list[str]:
         for handler in handlers:
             try:
                 step = handler.handle(ctx)
-            except GitHubNotConfigured as exc:
+            except (GitHubNotConfigured, GitLabNotConfigured) as exc:
                 outcome = "unconfigured"
                 notes.append(f"{handler.name}: {exc}")
-            except (BuildRefused, LogRefused) as exc:
+            except (BuildRefused, LogRefused, GitLabRefused) as exc:
                 outcome = "refused"
                 notes.append(f"{handler.name}: {exc}")
-            except (RateLimited, httpx.TransportError) as exc:
+            except (RateLimited, GitLabUnavailable, httpx.TransportError) as exc:
                 raise TransientError(f"{handler.name}: {exc}") from exc
             except (GithubException, httpx.HTTPStatusError) as exc:
                 outcome = "error"

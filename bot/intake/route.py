@@ -30,6 +30,13 @@ from bot.intake.actions import (
     intake_actions_job,
     is_actions_check_run,
 )
+from bot.intake.gitlab import (
+    complete_job_hook_job,
+    complete_pipeline_job,
+    intake_gitlab_jobs,
+    job_hook_job,
+    pipeline_hook_jobs,
+)
 from bot.intake.jenkins import intake_check_failure
 from bot.pipeline.contract_check.triggers import on_pull_request, on_push
 from bot.pipeline.memory.opt_out_label import on_labels
@@ -180,3 +187,23 @@ def contract_recheck(ctx: EventContext) -> Writes | str:
     if push is None:
         return "push payload without the fields we need"
     return lambda session: on_push(session, ctx.settings, push)
+
+
+@on(
+    "Pipeline Hook",
+    "gitlab-pipeline",
+    "a GitLab pipeline's failed jobs → their traces → the CI intake",
+)
+def gitlab_pipeline(ctx: EventContext) -> Writes | str:
+    """GitLab's Pipeline Hook: every failed job's trace, one report per job."""
+    jobs = pipeline_hook_jobs(ctx.settings, ctx.payload)
+    return intake_gitlab_jobs(ctx.settings, ctx.reading, jobs, complete_pipeline_job)
+
+
+@on("Job Hook", "gitlab-job", "a failed GitLab job → its trace → the CI intake")
+def gitlab_job(ctx: EventContext) -> Writes | str:
+    """GitLab's Job Hook: the same report as the pipeline's, whichever arrives first."""
+    job = job_hook_job(ctx.settings, ctx.payload)
+    if job is None:
+        return "not a failed GitLab job"
+    return intake_gitlab_jobs(ctx.settings, ctx.reading, [job], complete_job_hook_job)

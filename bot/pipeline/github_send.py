@@ -1,4 +1,4 @@
-"""The ``repairbot.send_github_write`` task: send one deferred GitHub write.
+"""The ``repairbot.send_github_write`` task: send one deferred GitHub (or GitLab) write.
 
 A write asked for inside a transaction (``bot.forges.github.outbox.defer``) is sent here, after
 that transaction committed, holding no database lock. No slot under the per-minute cap: the task
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import requests
 from github import GithubException
+from gitlab import GitlabError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -27,6 +28,8 @@ from bot.db.session import read_scope, session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.outbox import NoSlot, record_failure
 from bot.forges.github.retry import RateLimited
+from bot.forges.gitlab.api import GitLabApi
+from bot.forges.gitlab.write_ops import KINDS as GITLAB_KINDS
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
@@ -77,8 +80,9 @@ def send_write(settings: Settings, write_id: int) -> str:
     pending = _pending(settings, write_id)
     if isinstance(pending, str):
         return pending
+    api = GitLabApi(settings) if pending.kind in GITLAB_KINDS else GitHubApi(settings)
     try:
-        written = GitHubApi(settings).send_deferred(
+        written = api.send_deferred(
             pending.key, pending.kind, pending.repository, pending.target, pending.request
         )
     except NoSlot as exc:
@@ -92,6 +96,11 @@ def send_write(settings: Settings, write_id: int) -> str:
             raise TransientError(f"write #{write_id}: GitHub answered {exc.status}") from exc
         record_failure(settings, pending.key, f"GitHub answered {exc.status}: {exc.data}")
         return f"write #{write_id} refused by GitHub ({exc.status})"
+    except GitlabError as exc:
+        if exc.response_code is None or exc.response_code >= 500 or exc.response_code == 429:
+            raise TransientError(f"write #{write_id}: GitLab answered {exc.response_code}") from exc
+        record_failure(settings, pending.key, f"GitLab answered {exc.response_code}: {exc}")
+        return f"write #{write_id} refused by GitLab ({exc.response_code})"
     return f"write #{write_id} sent: {pending.kind} {written.remote_id}"
 
 

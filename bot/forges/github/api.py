@@ -22,9 +22,10 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.models import Fix, FixComment
 from bot.forges.base import StatusState
+from bot.forges.fix_rows import status_comment
 from bot.forges.github import retry
 from bot.forges.github.client import github_session
-from bot.forges.github.outbox import Written, defer, write_once
+from bot.forges.github.outbox import Written, defer, send_or_defer, write_once
 from bot.forges.github.pulls import PullInfo, PullState
 from bot.forges.github.write_ops import comment_text, write_operations
 
@@ -306,20 +307,15 @@ class GitHubApi:
         wait: bool = False,
     ) -> Written | None:
         """Defer the write into ``session``'s transaction, or send it now (``outbox``)."""
-        if session is not None:
-            defer(
-                session, key=key, kind=kind, repository=repository, target=target, request=request
-            )
-            return None
-        post, find = write_operations(self, kind, repository, key, request)
-        return write_once(
+        return send_or_defer(
             self.settings,
+            session,
             key=key,
             kind=kind,
             repository=repository,
             target=target,
-            post=post,
-            find=find,
+            request=request,
+            operations=lambda: write_operations(self, kind, repository, key, request),
             wait=wait,
         )
 
@@ -368,7 +364,4 @@ class GitHubApi:
             description=description,
             target_url=target_url,
         )
-        body = description if target_url is None else f"{description} ({target_url})"
-        session.add(
-            FixComment(fix_id=fix.id, kind="status", context=context, state=state, body=body)
-        )
+        session.add(status_comment(fix, state, context, description, target_url))

@@ -211,6 +211,37 @@ def write_once(
     return written
 
 
+def send_or_defer(
+    settings: Settings,
+    session: Session | None,
+    *,
+    key: str,
+    kind: str,
+    repository: str,
+    target: str,
+    request: dict[str, Any],
+    operations: Callable[[], tuple[Callable[[], Written], Callable[[], Written | None]]],
+    wait: bool = False,
+) -> Written | None:
+    """With a ``session``, defer the write into its transaction (None); without, send it now,
+    once per ``key`` (``operations`` builds its ``post`` and ``find``). Shared by every forge
+    whose writes go through this outbox (GitHub's, GitLab's)."""
+    if session is not None:
+        defer(session, key=key, kind=kind, repository=repository, target=target, request=request)
+        return None
+    post, find = operations()
+    return write_once(
+        settings,
+        key=key,
+        kind=kind,
+        repository=repository,
+        target=target,
+        post=post,
+        find=find,
+        wait=wait,
+    )
+
+
 def record_failure(settings: Settings, key: str, error: str) -> None:
     """A deferred write GitHub refused for good (a 4xx): kept with the reason, never re-sent."""
     with session_scope(settings.resolved_database_url) as session:

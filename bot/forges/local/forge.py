@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.models import Fix, FixComment
 from bot.forges.base import Candidate, PublishOutcome, StatusState
+from bot.forges.fix_rows import status_comment
 from bot.forges.local.publish import publish
 
 
@@ -38,7 +39,4 @@ class LocalForge:
         target_url: str | None = None,
     ) -> None:
         """Record a commit status on the fix."""
-        body = description if target_url is None else f"{description} ({target_url})"
-        session.add(
-            FixComment(fix_id=fix.id, kind="status", context=context, state=state, body=body)
-        )
+        session.add(status_comment(fix, state, context, description, target_url))

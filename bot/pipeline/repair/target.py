@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gitlab import GitlabError
+
 from bot.config import Settings
 from bot.db.models import RunState
 from bot.forges.base import Forge
@@ -21,6 +23,10 @@ from bot.forges.github.client import GitHubNotConfigured
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import is_github_repository, sync_mirror
 from bot.forges.github.retry import RateLimited
+from bot.forges.gitlab.events import project_path
+from bot.forges.gitlab.forge import GitLabForge
+from bot.forges.gitlab.remote import sync_mirror as sync_gitlab_mirror
+from bot.forges.gitlab.rest import GitLabNotConfigured
 from bot.forges.local.forge import LocalForge
 from bot.forges.local.repository import (
     RepositoryRefused,
@@ -84,7 +90,10 @@ def resolve_target(settings: Settings, context: RunContext) -> Target | Stop:
     """The run's repository, checked, and the commit to repair; a ``Stop`` (error) when the
     repository is refused."""
     on_github = is_github_repository(context.repository)
-    found = _on_github(settings, context) if on_github else _on_disk(settings, context)
+    if settings.forge == "gitlab" and project_path(context.repository) is not None:
+        found = _on_gitlab(settings, context)
+    else:
+        found = _on_github(settings, context) if on_github else _on_disk(settings, context)
     if isinstance(found, Stop):
         return found
     where, failing = found
@@ -137,6 +146,27 @@ def _on_github(settings: Settings, context: RunContext) -> tuple[_Repository, st
         forge, name, mirror, base_ref, default_branch, lambda commit: pulls_at(mirror, commit)
     )
     return where, failing
+
+
+def _on_gitlab(settings: Settings, context: RunContext) -> tuple[_Repository, str] | Stop:
+    """Fetch the GitLab project into its mirror; the repair happens there."""
+    name = context.repository or ""
+    try:
+        forge = GitLabForge(settings)
+        mirror = sync_gitlab_mirror(settings, name, forge.token())
+        default_branch = forge.default_branch(name)
+        failing = resolve_commit(mirror, context.commit)
+    except GitLabNotConfigured as exc:
+        return Stop(RunState.ERROR, str(exc))
+    except (GitError, GitlabError) as exc:
+        if context.attempts >= settings.task_max_retries:
+            return Stop(RunState.ERROR, str(exc))
+        raise TransientError(str(exc)) from exc
+    base_ref = context.base_ref or default_branch
+    refused = base_ref_problem(mirror, base_ref)
+    if refused is not None:
+        return Stop(RunState.ERROR, refused)
+    return _Repository(forge, name, mirror, base_ref, default_branch, lambda _commit: []), failing
 
 
 def _trusted_tip(settings: Settings, where: _Repository) -> tuple[str | None, str]:

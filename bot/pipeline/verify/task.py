@@ -27,6 +27,10 @@ from bot.forges.github.client import GitHubNotConfigured
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import is_github_repository, sync_mirror
 from bot.forges.github.retry import RateLimited
+from bot.forges.gitlab.events import project_path
+from bot.forges.gitlab.forge import GitLabForge
+from bot.forges.gitlab.remote import sync_mirror as sync_gitlab_mirror
+from bot.forges.gitlab.rest import GitLabNotConfigured
 from bot.forges.select import forge_for
 from bot.git import GitError
 from bot.pipeline.heartbeat import beating
@@ -197,13 +201,17 @@ def _run_claimed(
 
 
 def _fetched(settings: Settings, plan: VerificationPlan) -> VerificationPlan | str:
-    """The plan with a local repository: a GitHub fix is fetched into its mirror first (a GPU
-    host has no checkout of its own); the reason when it cannot be."""
-    if not is_github_repository(str(plan.repo)):
-        return plan
+    """The plan with a local repository: a GitHub or GitLab fix is fetched into its mirror
+    first (a GPU host has no checkout of its own); the reason when it cannot be."""
+    name = str(plan.repo)
     try:
-        mirror = sync_mirror(settings, str(plan.repo), GitHubForge(settings).token())
-    except (GitError, GitHubNotConfigured, RateLimited) as exc:
+        if settings.forge == "gitlab" and project_path(name) is not None:
+            mirror = sync_gitlab_mirror(settings, name, GitLabForge(settings).token())
+        elif is_github_repository(name):
+            mirror = sync_mirror(settings, name, GitHubForge(settings).token())
+        else:
+            return plan
+    except (GitError, GitHubNotConfigured, GitLabNotConfigured, RateLimited) as exc:
         return f"cannot fetch {plan.repo}: {exc}"
     return dataclasses.replace(plan, repo=mirror)
 

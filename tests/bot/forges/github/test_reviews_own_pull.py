@@ -5,6 +5,7 @@ can approve, request changes or call a merge endpoint at all."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from tests.fakes.github_reviews import reviews_of
 
 SQLITE = pytest.mark.parametrize("settings", ["sqlite"], indirect=True)
 BOT = Path(__file__).resolve().parents[4] / "bot"
+# A merge endpoint (GitHub's .../pulls/N/merge, GitLab's .../merge_requests/N/merge), not
+# GitLab's merge request paths and refs (/merge_requests, refs/merge-requests/N/head).
+MERGE_PATH = re.compile(r"/merge(?![-_])")
 
 
 def _pull(github_api, tmp_path: Path, login: str) -> int:
@@ -52,7 +56,7 @@ def _findings(tree: ast.AST) -> list[str]:
     for node in ast.walk(tree):
         words = node.value if isinstance(node, ast.Constant) else None
         if isinstance(words, str) and (
-            words in ("APPROVE", "REQUEST_CHANGES") or "/merge" in words
+            words in ("APPROVE", "REQUEST_CHANGES") or MERGE_PATH.search(words)
         ):
             found.append(f"{node.lineno}: {words!r}")
         if isinstance(node, ast.Attribute) and node.attr in ("merge", "create_review_request"):
@@ -73,4 +77,5 @@ def test_no_code_in_the_bot_can_approve_or_merge() -> None:
 
 def test_the_scan_would_see_an_approval_or_a_merge() -> None:
     planted = 'pull.create_review(event="APPROVE")\npull.merge()\nx = "/repos/a/b/pulls/1/merge"\n'
-    assert len(_findings(ast.parse(planted))) == 3
+    planted += 'y = f"/projects/{p}/merge_requests/{iid}/merge"\nz = "/merge_requests/7"\n'
+    assert len(_findings(ast.parse(planted))) == 4
