@@ -41,7 +41,7 @@ _GENERIC = re.compile(
 )
 # A lint report line: flake8, pycodestyle, pylint (parseable), ruff (concise), mypy.
 _LINT = re.compile(
-    r"^(?P<path>[^\s:]+\.pyi?):(?P<line>\d+):(?:(?P<column>\d+):)? "
+    r"^(?P<path>[^\s:]{1,500}\.pyi?):(?P<line>\d+):(?:(?P<column>\d+):)? "
     r"(?:(?P<code>[A-Z]{1,4}\d{1,4}):? |error: )"
 )
 # pytest's last line when it ran no test: exit code 5 (or 4 for a path it could not find).

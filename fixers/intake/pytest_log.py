@@ -36,7 +36,7 @@ _TEST_TITLE = re.compile(
 # `FAILED path::name[params, spaces allowed] - message`; the id ends where ` - ` follows.
 _NODE = r"(?P<id>[^\s\[]+?(?:\[.*?\](?= - |$))?)"
 SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) " + _NODE + r"(?: - (?P<message>.*))?$")
-VERBOSE = re.compile(r"^(?P<id>\S+?\.py(?:::[^\s\[]+)*(?:\[.*?\])?) (?P<kind>FAILED|ERROR)\b")
+VERBOSE = re.compile(r"^(?P<id>\S+?\.py(?:::[^\s\[]+)?(?:\[.*?\])?) (?P<kind>FAILED|ERROR)\b")
 ROOTDIR = re.compile(r"^rootdir: (?P<root>[^,\s]+)")
 _PHASE_PREFIX = re.compile(r"^ERROR at (?:setup|teardown) of ")
 # `--tb=line`: one `path:line: message` per failure, no sections.

@@ -28,7 +28,7 @@ from fixers.intake.tracebacks import pytest_error_text
 _MESSAGE = re.compile(
     r"##teamcity\[(?P<name>[A-Za-z]+)(?P<attributes>(?:\s+[\w.\-]+='(?:[^'|]|\|.)*')*)\s*\]"
 )
-_ATTRIBUTE = re.compile(r"(?P<key>[\w.\-]+)='(?P<value>(?:[^'|]|\|0x[0-9a-fA-F]{4}|\|.)*)'")
+_ATTRIBUTE = re.compile(r"(?P<key>[\w.\-]+)='(?P<value>(?:[^'|]|\|.)*)'")
 _ESCAPE = re.compile(r"\|(0x[0-9a-fA-F]{4}|.)")
 _ESCAPES = {"n": "\n", "r": "\r", "'": "'", "|": "|", "[": "[", "]": "]", "x": "\u0085"}
 _ESCAPES |= {"l": "\u2028", "p": "\u2029"}

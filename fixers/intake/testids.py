@@ -146,7 +146,9 @@ def dotted_test_id(dotted: str, files: Iterable[str] = (), *, module_only: bool 
     """
     parts = dotted.split(".")
     candidates = [f.replace("\\", "/") for f in files]
-    for split in range(len(parts), 0, -1):
+    # A module's path has no more parts than the longest file: no longer prefix can match.
+    longest = max((path.count("/") + 1 for path in candidates), default=0)
+    for split in range(min(len(parts), longest), 0, -1):
         suffix = "/".join(parts[:split]) + ".py"
         for path in candidates:
             if path == suffix or path.endswith("/" + suffix):

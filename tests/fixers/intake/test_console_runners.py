@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,24 @@ def test_runner_blocks_do_not_depend_on_chunk_boundaries(chunk):
         whole = read_console([data]).failures
         pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
         assert read_console(pieces).failures == whole, name
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x.py" + "::a" * 5000 + "[ q",  # a verbose line that never ends in FAILED
+        "FAILED x" + "[a - " * 50_000,
+        "_ " + "a _" * 50_000 + "x",
+        "##teamcity[testFailed name='" + "|0x0041" * 50_000,
+        "##teamcity[testFailed " + "a='b' " * 50_000,
+        "a.py" * 50_000 + ":1",
+        "FAIL: test_y (" + "a." * 50_000 + "(",
+    ],
+    ids=["verbose", "summary", "section", "teamcity", "teamcity-attributes", "lint", "unittest"],
+)
+def test_hostile_lines_are_read_in_linear_time(line):
+    """Patterns with nested repetition backtrack exponentially; none of these may."""
+    log = f"{'=' * 70}\n{line}\n{'=' * 79}\n[FAIL]\n{line}\n{line}\n".encode()
+    started = time.perf_counter()
+    read_report(io.BytesIO(log))
+    assert time.perf_counter() - started < 5
