@@ -1,15 +1,17 @@
 """Classifier throughput on a 100 MB CI log, against `grep -E` with the same patterns.
 
 Run: .venv/bin/python bench/classify.py [--size-mb 100] [--repeat 3]
-         [--style actions|jenkins|gitlab|buildkite|all] [--sizes 10,100,1000]
+         [--style actions|jenkins|gitlab|buildkite|travis|all] [--sizes 10,100,1000]
 
 The log is real pytest output (tests/fixtures/logs/py312/combined.console.txt) buried in the
 middle of CI noise: xdist progress lines with PASSED tests and build chatter, every line
 prefixed the way the CI writes it: GitHub Actions by default (`2026-07-30T10:55:18.2470097Z `
 timestamps, `##[group]`/`##[endgroup]` around steps, `##[error]` at the end), Jenkins
 Timestamper (`[2026-11-29T14:49:57.123Z] `), GitLab with timestamps (`2026-07-30T10:55:18.290545Z
-00O `, `section_start`/`section_end` markers) or Buildkite (`\\x1b_bk;t=…\\x07` escapes). The
-classifier must strip those prefixes to find the failures (the bench checks it does).
+00O `, `section_start`/`section_end` markers), Buildkite (`\\x1b_bk;t=…\\x07` escapes) or Travis
+CI (no stamps; `travis_fold`/`travis_time` markers with their `\\r\\x1b[0K`, and every line ending
+in `\\r\\n`, as a terminal writes it). The classifier must strip those prefixes to find the
+failures (the bench checks it does).
 `--style all` measures every style in one run and says which meet the targets.
 
 The classifier runs in a child process (so peak RSS is its own, VmHWM) and times only its own
@@ -47,7 +49,7 @@ EXPECTED = REAL_LOG.with_name("combined.console.expected.json")
 WORDS = (
     b"compile link wheel kernel cuda warmup tokens throughput latency step loss nccl rank".split()
 )
-STYLES = ("actions", "jenkins", "gitlab", "buildkite")
+STYLES = ("actions", "jenkins", "gitlab", "buildkite", "travis")
 TARGET_RATIO = 1.0
 TARGET_RSS_MIB = 100.0
 TARGET_SIZE_MB = 100
@@ -55,6 +57,8 @@ _GROUP_EVERY = 5000
 _LAST_LINE = {
     "actions": b"##[error]Process completed with exit code 1.\n",
     "gitlab": b"\x1b[31;1mERROR: Job failed: exit code 1\x1b[0;m\n",
+    "travis": b'\x1b[31;1mThe command "pytest" exited with 1.\x1b[0m\r\n\r\n'
+    b"Done. Your build exited with 1.\r\n",
 }
 
 
@@ -104,6 +108,8 @@ def _stamp(style: str, index: int) -> bytes:
         return b"[2026-11-29T14:%02d:%02d.%03dZ] " % (*clock, index % 1000)
     if style == "gitlab":
         return b"2026-07-30T10:%02d:%02d.%06dZ 00O " % (*clock, index % 10**6)
+    if style == "travis":
+        return b""
     return b"\x1b_bk;t=%d\x07" % (1722336918000 + index)
 
 
@@ -121,6 +127,15 @@ def _group_lines(style: str, index: int) -> list[bytes]:
         ]
     if style == "buildkite":
         return [b"--- :python: Run shard %d\n" % step]
+    if style == "travis":
+        start = 1722336918 * 10**9 + index
+        return [
+            b"travis_time:end:%08x:start=%d,finish=%d,duration=1000,event=script\r\x1b[0K\n"
+            % (step - 1, start, start + 1000),
+            b"travis_fold:end:shard.%d\r\x1b[0K\n" % (step - 1),
+            b"travis_fold:start:shard.%d\r\x1b[0Ktravis_time:start:%08x\r\x1b[0K" % (step, step)
+            + b"\x1b[33;1m$ ./run_shard.sh %d\x1b[0m\n" % step,
+        ]
     return []
 
 
@@ -157,6 +172,8 @@ def make_log(path: Path, size_mb: int, style: str = "actions") -> None:
                 block.extend(_stamp(style, index) + line for line in real)
                 planted = True
             data = b"".join(block)
+            if style == "travis":  # a terminal's line ends
+                data = data.replace(b"\n", b"\r\n")
             out.write(data)
             written += len(data)
         if style in _LAST_LINE:
@@ -164,12 +181,17 @@ def make_log(path: Path, size_mb: int, style: str = "actions") -> None:
 
 
 def ere_patterns() -> list[str]:
-    """The classifier's signature patterns, translated from Python syntax to POSIX ERE."""
+    """The patterns the classifier searches a whole log for, translated from Python syntax to
+    POSIX ERE: every signature it scans for (``scan = false`` ones, lint errors and pytest
+    running no test, it reads from the last 64 KiB of a log with no failed test only)."""
     from fixers.classify.signatures import builtin_signatures
 
     translated = []
     for signature in builtin_signatures():
-        pattern = re.sub(r"\(\?P<\w+>", "(", signature.pattern.pattern).replace("(?:", "(")
+        if not signature.scan:
+            continue
+        pattern = signature.pattern.pattern.removeprefix("(?m)")  # grep -E reads line by line
+        pattern = re.sub(r"\(\?P<\w+>", "(", pattern).replace("(?:", "(")
         translated.append(pattern.replace(r"\d", "[0-9]"))
     return translated
 

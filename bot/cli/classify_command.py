@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from fixers.classify.failures import Finding
+from fixers.classify.failures import JOB, Finding
 from fixers.classify.findings_json import finding_to_dict
 from fixers.classify.root_causes import classify_report
 from fixers.intake import FailureReport, Format, IntakeError, read_report
@@ -111,7 +111,10 @@ def _print_findings(console: Console, report: FailureReport, findings: list[Find
             if len(finding.tests) > _TESTS_SHOWN
             else ""
         )
-        console.print(f"   {len(finding.tests)} test(s): {escape(shown)}{more}", soft_wrap=True)
+        if finding.kind == JOB:
+            console.print("   the job's failure: no test failed for it (no test id)")
+        else:
+            console.print(f"   {len(finding.tests)} test(s): {escape(shown)}{more}", soft_wrap=True)
         if finding.stages:
             gpus = ", ".join(finding.gpu_types) or "unknown GPU"
             console.print(f"   stages: {escape(', '.join(finding.stages))} ({escape(gpus)})")

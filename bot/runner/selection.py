@@ -28,6 +28,8 @@ class Selection:
     conformance_packages: list[str] = field(default_factory=list)
     extra_command: list[str] | None = None
     notes: list[str] = field(default_factory=list)
+    # The other root causes' failed tests, their ids resolved the same way (listed, not run).
+    other_tests: list[str] = field(default_factory=list)
 
 
 def imported_modules(tree: ast.Module, module: str, is_package: bool) -> set[str]:
@@ -133,21 +135,42 @@ def extra_command(root: Path) -> tuple[list[str] | None, str | None]:
         return None, f".repairbot.toml [verify] command does not parse: {exc}"
 
 
-def select_tests(root: Path, *, changed: Sequence[str], failed: Sequence[str]) -> Selection:
+def resolve_test_id(root: Path, test_id: str, files: Sequence[str]) -> str | None:
+    """``test_id`` as it names a file of this tree: unchanged when its file exists; else, when
+    exactly one file of the tree ends with its path, the id with that file (a ``src/`` layout
+    a unittest name did not show, a checkout directory a log's paths kept); else None.
+
+    The ids are pytest node ids (``fixers.intake.testids``): the verification reruns them, and
+    unittest, nose, Django and trial tests alike, with pytest.
+    """
+    path, separator, rest = test_id.partition("::")
+    if (root / path).is_file():
+        return test_id
+    found = [f for f in files if f.endswith("/" + path.lstrip("/"))] if path.endswith(".py") else []
+    return f"{found[0]}{separator}{rest}" if len(found) == 1 else None
+
+
+def select_tests(
+    root: Path, *, changed: Sequence[str], failed: Sequence[str], others: Sequence[str] = ()
+) -> Selection:
     """The plan: failed tests that still exist, test files importing changed code, and the rest."""
     files, _ = list_python_files(root)
     graph = import_graph(root, files)
     importing = find_importing_tests(graph, changed)
-    known_failed = sorted({t for t in failed if (root / t.split("::", 1)[0]).is_file()})
+    resolved = {t: resolve_test_id(root, t, files) for t in {*failed, *others}}
+    known_failed = sorted({r for t in failed if (r := resolved[t])})
     whole_files = set(importing)
     targets = sorted(
         whole_files | {t for t in known_failed if t.split("::", 1)[0] not in whole_files}
     )
-    notes = (
-        [f"{len(failed) - len(known_failed)} failed test(s) from the report are not in this tree"]
-        if (len(known_failed) < len(set(failed)))
-        else []
-    )
+    missing = sum(1 for t in set(failed) if resolved[t] is None)
+    notes = [f"{missing} failed test(s) from the report are not in this tree"] if missing else []
+    moved = sorted(t for t in set(failed) if resolved[t] not in (None, t))
+    if moved:
+        notes.append(
+            f"{len(moved)} failed test id(s) found under another directory of this tree, "
+            f"e.g. {moved[0]} → {resolved[moved[0]]}"
+        )
     command, problem = extra_command(root)
     if problem:
         notes.append(problem)
@@ -158,4 +181,5 @@ def select_tests(root: Path, *, changed: Sequence[str], failed: Sequence[str]) -
         conformance_packages=conformance_packages(root, changed),
         extra_command=command,
         notes=notes,
+        other_tests=sorted({resolved[t] or t for t in others}),
     )

@@ -142,7 +142,8 @@ def verify(
     try:
         fresh_worktree(plan.repo, after_tree, plan.head_sha)
         fresh_worktree(plan.repo, before_tree, plan.base_sha)
-        selection = select_tests(after_tree, changed=plan.changed_files, failed=plan.failed_tests)
+        changed, failed, others = plan.changed_files, plan.failed_tests, plan.other_tests
+        selection = select_tests(after_tree, changed=changed, failed=failed, others=others)
         chosen = _chosen_python(after_tree, python, environments, images)
         if isinstance(chosen, str):
             return VerificationOutcome(
@@ -164,7 +165,7 @@ def verify(
         before, after = phases
         outcome.flaky = after.flaky
         outcome.tests = compare(
-            before.outcomes, after.outcomes, selection.failed_tests, plan.other_tests
+            before.outcomes, after.outcomes, selection.failed_tests, selection.other_tests
         )
         if not after.outcomes:
             outcome.problems.append("nothing ran after the fix: no test was selected or collected")

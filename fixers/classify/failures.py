@@ -46,6 +46,10 @@ class Frame:
         return f"{self.path}:{self.line}"
 
 
+JOB = "job"
+TEST = "test"
+
+
 @dataclass
 class Finding:
     """One root cause: a signature match plus every test, stage and GPU type it broke."""
@@ -64,3 +68,10 @@ class Finding:
     gpu_types: list[str] = field(default_factory=list)
     evidence: str = ""
     log_line: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``test`` when the finding names the tests that failed; ``job`` when no test id
+        belongs to it: the job failed for it with no test failing (lint errors, a full disk,
+        pytest running no test, a crash outside any test)."""
+        return TEST if self.tests else JOB

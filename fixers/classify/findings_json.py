@@ -15,4 +15,5 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     data["frame"] = finding.frame.location() if finding.frame else None
     data["class_frame"] = finding.class_frame.location() if finding.class_frame else None
     data["test_count"] = len(finding.tests)
+    data["kind"] = finding.kind  # `job`: the job failed for it, no test did (no test ids)
     return data

@@ -81,6 +81,8 @@ def _classify_one(
 ) -> tuple[Hashable, Finding]:
     text = failure.full_text
     for signature in signatures:
+        if not signature.scan and failure.test_id is not None:
+            continue  # a job's failure (lint, no tests ran) is never a test's
         match = signature.search(text)
         if match is not None:
             return _signature_finding(signature, match, text, repo_root)

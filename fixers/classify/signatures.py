@@ -33,7 +33,7 @@ class Signature:
     """One recognisable failure: a pattern with named groups and the fixer it maps to."""
 
     id: str
-    exception: str
+    exception: str | None
     pattern: re.Pattern[str]
     anchor: str
     description: str
@@ -42,6 +42,10 @@ class Signature:
     # A group naming methods: the signature counts only when one of them is a known contract's
     # hook (a missing `_forward_impl` is the contract's; a missing `get_max_length` is not).
     requires_hook: str | None = None
+    # False: a failure of the job, not of a test (lint errors, pytest running no test), read
+    # from the end of a log with no failed test (``fixers.intake.log_errors``); its anchor only
+    # prefilters its own search, the console reader never scans a log for it.
+    scan: bool = True
 
     def search(self, text: str) -> re.Match[str] | None:
         """First match in ``text``, skipping the regex when the anchor literal is absent."""
@@ -124,15 +128,20 @@ def parse_signature(entry: Mapping[str, Any], position: int) -> Signature:
     requires_hook = entry.get("requires_hook")
     if requires_hook is not None and requires_hook not in pattern.groupindex:
         raise SignatureError(f"{where}: 'requires_hook' must name a group of the pattern")
+    scan = entry.get("scan", True)
+    if not isinstance(scan, bool):
+        raise SignatureError(f"{where}: 'scan' must be true or false")
+    exception = _require(entry, "exception", where) if "exception" in entry or scan else None
     return Signature(
         id=sig_id,
-        exception=_require(entry, "exception", where),
+        exception=exception,
         pattern=pattern,
         anchor=anchor,
         description=str(entry.get("description", "")),
         fixer=fixer,
         examples=examples,
         requires_hook=requires_hook,
+        scan=scan,
     )
 
 

@@ -6,13 +6,22 @@ only recognisable once that decoration is gone:
 ============================  =================================================================
 GitHub Actions                ``2026-07-30T10:55:18.2470097Z `` then ``##[group]``, ``##[error]``...
                               (``gh run view --log`` adds ``job<TAB>step<TAB>`` before it)
-Azure Pipelines               the same timestamps, ``##[section]Starting: ...``
+Azure Pipelines               the same timestamps, ``##[section]Starting: ...``, ``##[command]``,
+                              ``##vso[task.logissue type=error;...]`` logging commands
 GitLab CI                     ``section_start:1690000000:step_script`` markers (with
                               ``\\r\\x1b[0K``), ANSI colours, optional stamps
                               ``2026-07-30T10:55:18.290545Z 00O ``
-Buildkite                     ``\\x1b_bk;t=1690000000000\\x07`` escapes (an APC sequence)
+Travis CI                     ``travis_fold:start:install`` and ``travis_time:end:…`` markers
+                              (with ``\\r\\x1b[0K``), ANSI colours, ``\\r`` progress lines
+Buildkite                     ``\\x1b_bk;t=1690000000000\\x07`` escapes (an APC sequence); the
+                              rendered ``[2026-07-30T10:55:18Z] `` stamp; ``~~~ ``/``--- ``/``+++ ``
+                              section headers (detected, nothing to remove)
+CircleCI                      nothing before its lines; detected by ``#!/bin/bash -eo pipefail``
+                              and ``Exited with code exit status 1``
 Jenkins                       Timestamper ``[2026-11-29T14:49:57.123Z] ``, ``14:49:57 ``, elapsed
                               ``00:01:02.345 ``; parallel branches ``[H100_PCIe-PyTorch-1] ``
+TeamCity                      ``##teamcity[...]`` service messages (read, not removed: see
+                              ``teamcity``); a downloaded build log's ``[10:55:18]i: `` stamps
 ============================  =================================================================
 
 Prefixes nest (a Jenkins timestamp before a branch name before a Timestamper clock) and logs mix
@@ -38,8 +47,11 @@ class Dialect(StrEnum):
     GITHUB_ACTIONS = "GitHub Actions"
     AZURE = "Azure Pipelines"
     GITLAB = "GitLab CI"
+    TRAVIS = "Travis CI"
     BUILDKITE = "Buildkite"
+    CIRCLECI = "CircleCI"
     JENKINS = "Jenkins"
+    TEAMCITY = "TeamCity"
 
 
 _ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z"
@@ -65,33 +77,53 @@ def _marker(*, anywhere: bytes = b"", line_start: bytes = b"") -> Callable[[Byte
     return found
 
 
+_BRACKET_ISO_B = rb"\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\] "
 _DETECT: tuple[tuple[Dialect, Callable[[ByteData], bool]], ...] = (
-    (Dialect.AZURE, _marker(anywhere=rb"##\[section\]")),
+    (Dialect.AZURE, _marker(anywhere=rb"##\[section\]|##vso\[")),
     (
         Dialect.GITLAB,
         _marker(anywhere=rb"section_(?:start|end):\d+:", line_start=_ISO_B + rb" [0-9a-f]{2}[OE]"),
     ),
+    (Dialect.TRAVIS, _marker(anywhere=rb"travis_(?:fold|time):(?:start|end):")),
     (
         Dialect.GITHUB_ACTIONS,
         _marker(line_start=rb"(?:\xef\xbb\xbf)?" + _ISO_B + rb" (?![0-9a-f]{2}[OE]\+? )"),
     ),
     (Dialect.GITHUB_ACTIONS, _marker(anywhere=rb"##\[(?:group|endgroup|error|warning)\]")),
     (Dialect.BUILDKITE, _marker(anywhere=rb"\x1b_bk;t=\d+\x07")),
+    # The agent's own `~~~ Preparing working directory`; `^^^ +++` re-opens a section.
+    (
+        Dialect.BUILDKITE,
+        _marker(line_start=rb"(?:" + _BRACKET_ISO_B + rb")?(?:~~~ |\^\^\^ \+\+\+)"),
+    ),
+    (
+        Dialect.CIRCLECI,
+        _marker(
+            anywhere=rb"Exited with code exit status \d+|CircleCI received exit code \d+",
+            line_start=rb"#!/bin/(?:ba)?sh -eo pipefail",
+        ),
+    ),
     (
         Dialect.JENKINS,
         _marker(anywhere=rb"\[Pipeline\] ", line_start=rb"\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"),
     ),
+    (
+        Dialect.TEAMCITY,
+        _marker(anywhere=rb"##teamcity\[", line_start=rb"\[\d{2}:\d{2}:\d{2}\][ iWEF]:"),
+    ),
 )
+_PIPELINE = re.compile(rb"\[Pipeline\] ")
 _SAMPLE_BYTES = 8 << 10  # ~100 lines: every line of a CI log carries its prefix
 
-# GitLab's section markers carry their own `\r\x1b[0K`: removed before ANSI and `\r` are, or the
-# section name would run into the text that follows it on the same line.
-_GITLAB_MARKER = re.compile(
+# GitLab's section markers and Travis CI's fold and time markers carry their own `\r\x1b[0K`:
+# removed before ANSI and `\r` are, or the marker would run into the text that follows it.
+_MARKERS = re.compile(
     r"\x1b\[0K|section_(?:start|end):\d+:[A-Za-z0-9_.\-]+(?:\[[^\]\r\n]*\])?\r?"
+    r"|travis_(?:fold|time):(?:start|end):[A-Za-z0-9_.\-:=,]*\r?"
 )
 _ANSI = re.compile(
     r"\x1b_[^\x07\x1b]*(?:\x07|\x1b\\)"  # APC, e.g. Buildkite's `_bk;t=...` timestamps
-    r"|\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\r"
+    r"|\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]"
 )
 _PREFIXES: tuple[re.Pattern[str], ...] = (
     re.compile("\ufeff"),
@@ -99,6 +131,8 @@ _PREFIXES: tuple[re.Pattern[str], ...] = (
     re.compile(r"[^\t\n]{1,200}\t[^\t\n]{1,200}\t(?=" + _ISO + ")"),
     # GitHub Actions / Azure, and GitLab's optional timestamps with their stream id (`00O+`).
     re.compile(_ISO + r"(?: [0-9a-f]{2}[OE]\+?)? ?"),
+    # A TeamCity build log as downloaded: `[10:55:18]i: ` (status i/W/E), `[Step 1/2] `.
+    re.compile(r"\[\d{2}:\d{2}:\d{2}\][ iWEF]:\s*(?:\[Step \d+/\d+\] )?"),
     # Jenkins Timestamper: `[ISO]`, `[2026-11-29 14:49:57]`, or a clock / elapsed time.
     re.compile(
         r"\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\] ?"
@@ -108,7 +142,10 @@ _PREFIXES: tuple[re.Pattern[str], ...] = (
 )
 _COMMAND = re.compile(
     r"##\[(?P<command>group|endgroup|error|warning|notice|debug|command|section)\]"
+    # Azure's logging commands: `##vso[task.logissue type=error;sourcepath=...]message`.
+    r"|##vso\[(?P<vso>[A-Za-z.]+)(?P<properties>[^\]\n]*)\]"
 )
+_VSO_ISSUE = re.compile(r"\btype=(?P<type>error|warning)\b")
 _BRANCH = re.compile(r"\[(?P<branch>[A-Za-z0-9_.][A-Za-z0-9_.\- ]{0,99})\] ?")
 _MAX_PASSES = 8
 
@@ -132,14 +169,24 @@ def detect_dialects(sample: ByteData) -> list[Dialect]:
             found.append(dialect)
     if Dialect.AZURE in found and Dialect.GITHUB_ACTIONS in found:
         found.remove(Dialect.GITHUB_ACTIONS)  # Azure writes the same timestamps and commands
+    if Dialect.BUILDKITE in found and Dialect.JENKINS in found and not _PIPELINE.search(head):
+        found.remove(Dialect.JENKINS)  # Buildkite's rendered `[ISO] ` stamp, no `[Pipeline]`
     return found
 
 
 def strip_escapes(text: str) -> str:
-    """Remove GitLab section markers, ANSI/APC escape sequences and carriage returns."""
-    if "\x1b" not in text and "\r" not in text and "section_" not in text:
+    """Remove GitLab and Travis CI markers, ANSI/APC escape sequences and carriage returns.
+
+    A line that a carriage return rewrote (a progress bar, then the line printed over it) is
+    what a terminal shows last: its last segment that holds more than escape sequences.
+    """
+    if not any(mark in text for mark in ("\x1b", "\r", "section_", "travis_")):
         return text
-    return _ANSI.sub("", _GITLAB_MARKER.sub("", text))
+    text = _ANSI.sub("", _MARKERS.sub("", text))
+    if "\r" in text:
+        segments = [segment for segment in text.split("\r") if segment.strip()]
+        text = segments[-1] if segments else ""
+    return text
 
 
 def strip_prefixes(text: str, branches: Container[str] = ()) -> Stripped:
@@ -158,7 +205,7 @@ def strip_prefixes(text: str, branches: Container[str] = ()) -> Stripped:
             if match and match.end():
                 text = text[match.end() :]
         if found := _COMMAND.match(text):
-            command = command or found["command"]
+            command = command or _command_name(found)
             text = text[found.end() :]
         if branch is None and (found := _BRANCH.match(text)):
             name = found["branch"]
@@ -168,3 +215,12 @@ def strip_prefixes(text: str, branches: Container[str] = ()) -> Stripped:
         if text == before:
             break
     return Stripped(text, start[: len(start) - len(text)], branch, command)
+
+
+def _command_name(found: re.Match[str]) -> str:
+    """``error`` for ``##[error]`` and an Azure ``task.logissue type=error``, and so on."""
+    if found["command"]:
+        return found["command"]
+    if found["vso"] == "task.logissue" and (issue := _VSO_ISSUE.search(found["properties"])):
+        return issue["type"]
+    return "vso"

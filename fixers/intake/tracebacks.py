@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from fixers.classify.failures import Frame
 
 # `  File "pkg/mod.py", line 12, in forward` (CPython) and
-# `pkg/mod.py:12: in forward` / `pkg/mod.py:12: TypeError` (pytest's long and short styles).
+# `pkg/mod.py:12: in forward` / `pkg/mod.py:12: TypeError` / `pkg/mod.py:12: ` (pytest's long and
+# short styles).
 _CPYTHON_FRAME = re.compile(
     r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$'
 )
+# pytest's long style ends every entry but the last with a bare `tests/test_x.py:14: `.
 _PYTEST_FRAME = re.compile(
-    r"^(?P<path>[^\s:\"'][^:\"']*\.py):(?P<line>\d+): (?:in (?P<func>\S+)|(?P<raised>\w[\w.]*))$"
+    r"^(?P<path>[^\s:\"'][^:\"']*\.py):(?P<line>\d+):"
+    r"(?: (?:in (?P<func>\S+)|(?P<raised>\w[\w.]*)))?\s*$"
 )
 
 _CHAIN_BOUNDARY = re.compile(
@@ -28,6 +31,17 @@ _EXCEPTION_LINE = re.compile(
     r"(?::[ \t]*(?P<message>.*))?$"
 )
 _CHAIN_PREFIXES = ("The above exception", "During handling")
+# Where CI systems check a repository out: the rest of an absolute path is repository-relative.
+_WORKSPACES = (
+    re.compile(r"^/home/travis/build/[^/]+/[^/]+/"),  # Travis CI
+    re.compile(r"^/home/runner/work/[^/]+/[^/]+/"),  # GitHub Actions
+    re.compile(r"^/__w/[^/]+/[^/]+/"),  # GitHub Actions, job container
+    re.compile(r"^/home/vsts/work/\d+/s/"),  # Azure Pipelines
+    re.compile(r"^(?:/home/circleci|/root)/project/"),  # CircleCI
+    re.compile(r"^/(?:var/lib/buildkite-agent|buildkite)/builds/[^/]+/[^/]+/[^/]+/"),  # Buildkite
+    re.compile(r"^.*/workspace/[^/]+/"),  # Jenkins (`.../workspace/<job>[@2]/`)
+    re.compile(r"^/opt/buildagent/work/[0-9a-f]+/"),  # TeamCity
+)
 _EXTERNAL_MARKERS = (
     "site-packages/",
     "dist-packages/",
@@ -76,11 +90,16 @@ def is_repository_path(path: str, repo_root: str | None = None) -> bool:
 
 
 def relative_to_root(path: str, repo_root: str | None) -> str:
-    """``path`` relative to ``repo_root`` when it lies inside it, else unchanged."""
+    """``path`` relative to ``repo_root`` when it lies inside it, or to a CI system's checkout
+    directory (``/home/travis/build/<owner>/<repo>/``, ...), else unchanged."""
     if repo_root:
         prefix = repo_root.rstrip("/") + "/"
         if path.startswith(prefix):
             return path[len(prefix) :]
+    if path.startswith("/"):
+        for workspace in _WORKSPACES:
+            if match := workspace.match(path):
+                return path[match.end() :]
     return path
 
 

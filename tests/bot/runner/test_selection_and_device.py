@@ -60,6 +60,36 @@ def test_selection_keeps_failed_tests_that_exist_and_reads_the_extra_command(tmp
     assert selection.notes == ["1 failed test(s) from the report are not in this tree"]
 
 
+def test_ids_from_a_unittest_log_find_their_file_in_a_src_layout(tmp_path):
+    """A unittest name (``pkg.tests.test_mod.TestC.test_a``) says nothing of ``src/``: the
+    id's file is the one file of the tree that ends with its path, and the ids stay pytest node
+    ids, which the verification reruns with pytest (unittest, nose, Django and trial tests are
+    unittest TestCases or plain test functions pytest collects)."""
+    root = _tree(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/tests/test_mod.py": "import unittest\nclass TestC(unittest.TestCase): ...\n",
+            "a/test_twice.py": "def test_t(): pass\n",
+            "b/test_twice.py": "def test_t(): pass\n",
+        },
+    )
+    selection = select_tests(
+        root,
+        changed=[],
+        failed=["pkg/tests/test_mod.py::TestC::test_a", "test_twice.py::test_t", "gone.py::x"],
+        others=["pkg/tests/test_mod.py::TestC::test_b"],
+    )
+    assert selection.failed_tests == ["src/pkg/tests/test_mod.py::TestC::test_a"]
+    assert selection.pytest_targets == ["src/pkg/tests/test_mod.py::TestC::test_a"]
+    assert selection.other_tests == ["src/pkg/tests/test_mod.py::TestC::test_b"]
+    assert selection.notes == [
+        "2 failed test(s) from the report are not in this tree",  # one ambiguous, one gone
+        "1 failed test id(s) found under another directory of this tree, e.g. "
+        "pkg/tests/test_mod.py::TestC::test_a → src/pkg/tests/test_mod.py::TestC::test_a",
+    ]
+
+
 @pytest.mark.parametrize(
     ("config", "problem"),
     [

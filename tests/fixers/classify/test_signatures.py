@@ -65,6 +65,8 @@ def test_contract_and_abstract_signatures_map_to_fixers():
             '[[signature]]\nid = "x"\nexception = "E"\nanchor = "a"\npattern = "a"\n',
             "unique",
         ),
+        ('[[signature]]\nid = "x"\nanchor = "a"\npattern = "a"\nscan = "no"', "'scan' must be"),
+        ('[[signature]]\nid = "x"\nanchor = "a"\npattern = "a"', "'exception' must be"),
     ],
 )
 def test_malformed_signature_files_are_refused_with_the_reason(document, complaint):
@@ -160,3 +162,19 @@ def test_contract_breaks_to_learn_are_one_finding_per_root_cause_whatever_class_
     assert ship.tests == ["tests/test_a.py::test_fake", "tests/test_b.py::test_rail"]
     assert ship.class_name == "FakeCarrier" and "FakeCarrier" in ship.message
     assert load.tests == ["tests/test_c.py::test_rail"]
+
+
+def test_job_signatures_are_never_scanned_and_never_a_tests():
+    from fixers.classify.failures import Failure
+    from fixers.classify.root_causes import classify_failures
+
+    (job,) = parse_signatures(
+        '[[signature]]\nid = "lint"\nanchor = ".py"\nscan = false\n'
+        'pattern = "(?m)^[a-z/]+\\\\.py:[0-9]+:[0-9]+: [A-Z][0-9]+"'
+    )
+    assert job.scan is False and job.exception is None
+    line = "pkg/a.py:1:1: F401 'os' imported but unused"
+    (for_the_job,) = classify_failures([Failure(None, line)], signatures=[job])
+    (for_a_test,) = classify_failures([Failure("tests/test_a.py::t", line)], signatures=[job])
+    assert (for_the_job.signature, for_the_job.kind) == ("lint", "job")
+    assert (for_a_test.signature, for_a_test.kind) == ("unclassified", "test")

@@ -36,6 +36,11 @@ def _findings(data: bytes):
     [
         ("github_actions.log", [Dialect.GITHUB_ACTIONS], None, "2026-07-30T10:55:"),
         ("azure.log", [Dialect.AZURE], None, "2026-07-30T10:55:"),
+        ("azure_commands.log", [Dialect.AZURE], None, "2026-07-30T10:55:"),
+        ("travis.log", [Dialect.TRAVIS], None, "____"),
+        ("circleci.log", [Dialect.CIRCLECI], None, "____"),
+        ("buildkite_rendered.log", [Dialect.BUILDKITE], None, "[2026-07-30T10:55:"),
+        ("teamcity.log", [Dialect.TEAMCITY], None, "____"),
         ("gitlab.log", [Dialect.GITLAB], None, "____"),
         ("gitlab_timestamps.log", [Dialect.GITLAB], None, "2026-07-30T10:55:"),
         ("buildkite.log", [Dialect.BUILDKITE], None, "\x1b_bk;t=17223369"),
@@ -209,6 +214,55 @@ def test_the_fixtures_are_what_make_py_writes():
             None,
             None,
         ),
+        # Travis CI: fold and time markers with their `\r\x1b[0K`, on the line they open.
+        (
+            "travis_fold:start:install.1\r\x1b[0Ktravis_time:start:0a1b\r\x1b[0K$ pip install x",
+            "$ pip install x",
+            "",
+            None,
+            None,
+        ),
+        (
+            "travis_time:end:0a1b:start=1,finish=2,duration=1,event=script\r\x1b[0K"
+            '\x1b[31;1mThe command "pytest" exited with 1.\x1b[0m',
+            'The command "pytest" exited with 1.',
+            "",
+            None,
+            None,
+        ),
+        # A line rewritten with `\r` (a progress bar): what the terminal shows last.
+        ("  50% |####   |\r 100% |########|\rFAILED t.py::x\r", "FAILED t.py::x", "", None, None),
+        # Azure's logging commands: an error issue counts as an error line.
+        (
+            "2026-07-30T10:55:18.1Z ##vso[task.logissue type=error;sourcepath=a.py]lint failed",
+            "lint failed",
+            "2026-07-30T10:55:18.1Z ##vso[task.logissue type=error;sourcepath=a.py]",
+            None,
+            "error",
+        ),
+        (
+            "##vso[task.setvariable variable=X]1",
+            "1",
+            "##vso[task.setvariable variable=X]",
+            None,
+            "vso",
+        ),
+        # A downloaded TeamCity build log's stamp and step.
+        (
+            "[10:55:18]i:\t [Step 1/2] FAILED t.py::x",
+            "FAILED t.py::x",
+            "[10:55:18]i:\t [Step 1/2]",
+            None,
+            None,
+        ),
+        # Buildkite's rendered stamp is the same bracketed ISO time Jenkins' Timestamper writes.
+        (
+            "[2026-07-30T10:55:18Z] FAILED t.py::x",
+            "FAILED t.py::x",
+            "[2026-07-30T10:55:18Z]",
+            None,
+            None,
+        ),
         # Not prefixes: text that merely starts with a digit or a bracket stays as it is.
         ("12 passed in 0.1s", "12 passed in 0.1s", "", None, None),
         ("[not-a-stage] hello", "[not-a-stage] hello", "", None, None),
@@ -250,6 +304,21 @@ def test_a_learned_branch_name_is_a_prefix():
         (b"Started by user admin\n[Pipeline] Start of Pipeline\n", [Dialect.JENKINS]),
         (b"[2026-11-29T14:49:57.123Z] + pytest\n", [Dialect.JENKINS]),
         (b"============ test session starts ============\n", []),
+        (b"travis_fold:start:install\r\x1b[0K$ pip install x\n", [Dialect.TRAVIS]),
+        (b"#!/bin/bash -eo pipefail\npytest\n", [Dialect.CIRCLECI]),
+        (b"pytest\n\nExited with code exit status 1\n", [Dialect.CIRCLECI]),
+        (b"2026-07-30T10:55:18.1Z ##vso[task.logissue type=error]x\n", [Dialect.AZURE]),
+        (b"##teamcity[testStarted name='t.x']\n", [Dialect.TEAMCITY]),
+        (b"[10:55:18]i: TeamCity server version is 2024.07\n", [Dialect.TEAMCITY]),
+        # Buildkite's rendered log: the same stamp as Jenkins', but no `[Pipeline]`.
+        (b"[2026-07-30T10:55:18Z] ~~~ Preparing working directory\n", [Dialect.BUILDKITE]),
+        (
+            b"[2026-07-30T10:55:18Z] [Pipeline] sh\n[2026-07-30T10:55:19Z] ~~~ x\n",
+            [
+                Dialect.BUILDKITE,
+                Dialect.JENKINS,
+            ],
+        ),
         # Line-start markers count on any line of the sample, never in the middle of one.
         (b"Started by user admin\n[2026-11-29T14:49:57.123Z] + pytest\n", [Dialect.JENKINS]),
         (b"Running\n2026-07-30T10:55:18.290545Z 00O x\n", [Dialect.GITLAB]),
