@@ -76,7 +76,7 @@ async def github_webhook(request: Request) -> JSONResponse:
             f"X-GitHub-Delivery longer than {MAX_DELIVERY_ID} or X-GitHub-Event longer than "
             f"{MAX_EVENT} characters",
         )
-    payload = _parse_payload(body, request.headers.get("content-type", ""))
+    payload = parse_payload(body, request.headers.get("content-type", ""))
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
     coalesce = coalesce_key(x_github_event, payload)
     delivery = GitHubDelivery(x_github_delivery, x_github_event, action, body, coalesce)
@@ -116,8 +116,9 @@ def _answer(
     return {"status": "accepted", "delivery_id": recorded.delivery_id}, status.HTTP_202_ACCEPTED
 
 
-def _parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
-    """JSON or ``application/x-www-form-urlencoded`` with a ``payload`` field."""
+def parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
+    """JSON or ``application/x-www-form-urlencoded`` with a ``payload`` field (400 or 415
+    with the reason when it is neither; the Buildkite route's bodies are parsed here too)."""
     media = content_type.split(";")[0].strip().lower()
     try:
         text = body.decode("utf-8")

@@ -23,6 +23,7 @@ from bot.queue.starts import start_process_delivery
 COALESCED_ACTIONS = frozenset({"synchronize", "opened", "reopened"})
 HANDLED_EVENTS = frozenset(
     {"issue_comment", "pull_request", "check_run", "status", "workflow_job", "push"}
+    | {"build.finished", "job.finished"}  # Buildkite's (bot.intake.buildkite)
 )
 
 
@@ -35,11 +36,12 @@ class GitHubDelivery:
     action: str | None
     body: bytes
     coalesce_key: str | None = None  # see ``coalesce_key``
+    source: str = "github"  # or "buildkite": who sent it (deliveries.source)
 
     @property
     def key(self) -> str:
-        """Its deliveries.key: GitHub's delivery id, which a redelivery repeats."""
-        return f"github:{self.delivery_id}"
+        """Its deliveries.key: the sender's delivery id, which a redelivery repeats."""
+        return f"{self.source}:{self.delivery_id}"
 
 
 class DeliveryOutcome(StrEnum):
@@ -77,7 +79,7 @@ def record_deliveries(
         session,
         [
             NewDelivery(
-                "github",
+                d.source,
                 d.key,
                 d.event,
                 d.action,

@@ -20,6 +20,11 @@ from bot.config import Settings
 from bot.db.body_codec import BodyCodecError
 from bot.db.models import Delivery
 from bot.db.session import Writes, read_scope, session_scope
+from bot.forges.buildkite.rest import (
+    BuildkiteNotConfigured,
+    BuildkiteRefused,
+    BuildkiteUnavailable,
+)
 from bot.forges.github.client import GitHubNotConfigured
 from bot.forges.github.events import PayloadError, load_payload
 from bot.forges.github.forge import GitHubForge
@@ -79,13 +84,13 @@ def handle_delivery(settings: Settings, delivery_id: int) -> list[str]:
         for handler in handlers:
             try:
                 step = handler.handle(ctx)
-            except GitHubNotConfigured as exc:
+            except (GitHubNotConfigured, BuildkiteNotConfigured) as exc:
                 outcome = "unconfigured"
                 notes.append(f"{handler.name}: {exc}")
-            except (BuildRefused, LogRefused) as exc:
+            except (BuildRefused, LogRefused, BuildkiteRefused) as exc:
                 outcome = "refused"
                 notes.append(f"{handler.name}: {exc}")
-            except (RateLimited, httpx.TransportError) as exc:
+            except (RateLimited, BuildkiteUnavailable, httpx.TransportError) as exc:
                 raise TransientError(f"{handler.name}: {exc}") from exc
             except (GithubException, httpx.HTTPStatusError) as exc:
                 outcome = "error"

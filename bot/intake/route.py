@@ -30,6 +30,7 @@ from bot.intake.actions import (
     intake_actions_job,
     is_actions_check_run,
 )
+from bot.intake.buildkite import intake_finished_build, intake_finished_job
 from bot.intake.jenkins import intake_check_failure
 from bot.pipeline.contract_check.triggers import on_pull_request, on_push
 from bot.pipeline.memory.opt_out_label import on_labels
@@ -180,3 +181,19 @@ def contract_recheck(ctx: EventContext) -> Writes | str:
     if push is None:
         return "push payload without the fields we need"
     return lambda session: on_push(session, ctx.settings, push)
+
+
+@on("job.finished", "buildkite-job", "a failed Buildkite job → its log → the CI intake")
+def buildkite_job(ctx: EventContext) -> Writes | str:
+    """Buildkite's ``job.finished``: the failed job's log, one report."""
+    return intake_finished_job(ctx.settings, ctx.reading, ctx.payload)
+
+
+@on(
+    "build.finished",
+    "buildkite-build",
+    "a failed Buildkite build → one job delivery per failed job",
+)
+def buildkite_build(ctx: EventContext) -> Writes | str:
+    """Buildkite's ``build.finished``: its failed jobs, each handled as its ``job.finished``."""
+    return intake_finished_build(ctx.settings, ctx.payload)
