@@ -10,15 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from bot.app import create_app
 from bot.db.models import CiFailure, Delivery
 from bot.db.session import session_scope
 from bot.forges.buildkite.events import finished_build
 from bot.intake.buildkite import delivery_id, repository_for
+from bot.intake.process_delivery import handle_delivery
+from bot.pipeline.task_base import TransientError
 from bot.pipeline.triage import triage
 from tests.fakes.buildkite.builds import FakeBuild, FakeJob, buildkite_log
-from tests.fakes.buildkite.deliveries import deliver_and_process
+from tests.fakes.buildkite.deliveries import deliver_and_process, post_webhook
 
 PYTEST_RUN = (
     Path(__file__).parents[2] / "fixtures" / "logs" / "py312" / "contract_override.console.txt"
@@ -251,3 +255,49 @@ def test_delivery_ids_name_what_the_delivery_is_about(buildkite_api):
         delivery_id("build.finished", build_event, b"x") == f"build.finished:{build.id}:{finished}"
     )
     assert delivery_id("ping", {}, b"x").startswith("ping:sha256:")
+
+
+def test_a_log_buildkite_keeps_failing_leaves_the_delivery_for_a_retry_and_loses_nothing(
+    bk_settings, buildkite_api
+):
+    job = FakeJob("pytest", LOG)
+    build = _build(buildkite_api, job)
+    answer = post_webhook(bk_settings, "job.finished", buildkite_api.job_event(build, job)).json()
+    buildkite_api.fault("GET", r"/jobs/.*/log$", 502, times=5)
+    with pytest.raises(TransientError, match=r"answered 502 \(attempt 5 of 5"):
+        handle_delivery(bk_settings, answer["delivery_id"])
+    assert _outcomes(bk_settings)[0][1] == "stored" and _reports(bk_settings) == []
+    # The task's retry (or the reconciler's resend), once Buildkite answers again.
+    notes = handle_delivery(bk_settings, answer["delivery_id"])
+    assert _outcomes(bk_settings)[0][1] == "processed" and len(_reports(bk_settings)) == 1, notes
+
+
+def test_a_rate_limit_is_waited_out_within_the_task(bk_settings, buildkite_api):
+    job = FakeJob("pytest", LOG)
+    build = _build(buildkite_api, job)
+    limited = {"RateLimit-Remaining": "0", "RateLimit-Reset": "0", "RateLimit-User-Reset": "0"}
+    buildkite_api.fault("GET", r"/jobs/.*/log$", 429, times=2, headers=limited)
+    deliver_and_process(bk_settings, "job.finished", buildkite_api.job_event(build, job))
+    assert [c.status for c in buildkite_api.calls_to("GET", r"/jobs/.*/log$")] == [429, 429, 200]
+    assert len(_reports(bk_settings)) == 1
+
+
+def test_a_gone_log_is_on_the_failures_page_with_its_reason(bk_settings, buildkite_api):
+    job = FakeJob("pytest", LOG, log_status=410)
+    build = _build(buildkite_api, job)
+    deliver_and_process(bk_settings, "job.finished", buildkite_api.job_event(build, job))
+    with session_scope(bk_settings.resolved_database_url) as session:
+        report_id = session.scalars(select(CiFailure.id)).one()
+    triage.apply(args=[report_id]).get()
+    with TestClient(create_app(bk_settings)) as client:
+        page = client.get("/failures").raise_for_status().text
+    assert f'data-report-id="{report_id}"' in page
+    assert "acme/trt-gpu #412 / pytest" in page
+    assert f"the log of Buildkite job {job.id} is gone (410: expired or deleted)" in page
+
+
+def test_a_payload_without_its_job_is_processed_with_the_reason(bk_settings):
+    _, notes = deliver_and_process(bk_settings, "job.finished", {"event": "job.finished", "job": 7})
+    assert notes == ["buildkite-job: not a job.finished payload naming its job and build"]
+    _, notes = deliver_and_process(bk_settings, "build.finished", {"build": {"id": 1}})
+    assert notes == ["buildkite-build: not a build.finished payload naming its build"]
