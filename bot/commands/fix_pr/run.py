@@ -7,8 +7,10 @@ import argparse
 import re
 from typing import Any
 
+from bot.commands.fix_pr.rebuild import buildkite_build_for
 from bot.commands.grammar import ParsedCommand, listed
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission
+from bot.queue.starts import start_buildkite_rebuild
 from bot.runner.requests import request_verification
 
 STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -86,7 +88,21 @@ def run_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
-    """Queue a verification of the PR's head."""
+    """Queue a verification of the PR's head; or, for a PR Buildkite built (and the setting
+    on), its rebuild (``bot.commands.fix_pr.rebuild``)."""
+    build = (
+        buildkite_build_for(ctx.session, ctx.fix_pr)
+        if ctx.settings.buildkite_rebuild_on_run
+        else None
+    )
+    if build is not None:
+        start_buildkite_rebuild(
+            ctx.session, ctx.invocation.id, build.organization, build.pipeline, build.number
+        )
+        return (
+            f"Rebuild of Buildkite build `{build}` queued for @{ctx.login}: this PR's CI is "
+            "Buildkite; the new build's link follows."
+        )
     verification = request_verification(
         ctx.session,
         fix=ctx.fix_pr,

@@ -72,17 +72,19 @@ def deliver_and_process(
     return answer.json(), process_stored(settings)
 
 
+def on_buildkite(settings: Any, buildkite_api: FakeBuildkite, **more: Any) -> Any:
+    """``settings`` with Buildkite's webhook token, and its API on the double (and ``more``)."""
+    update = {
+        "buildkite_webhook_token": SecretStr(WEBHOOK_TOKEN),
+        "buildkite_api_url": buildkite_api.url,
+        "buildkite_api_token": SecretStr(TOKEN),
+        "buildkite_retry_backoff_s": 0.01,
+    }
+    return settings.model_copy(update={**update, **more})
+
+
 @pytest.fixture
 def bk_settings(settings: Any, buildkite_api: FakeBuildkite, task_settings: Any) -> Any:
     """The ``settings`` fixture (SQLite and PostgreSQL) on the Buildkite double; tasks read
     them too."""
-    return task_settings(
-        settings.model_copy(
-            update={
-                "buildkite_webhook_token": SecretStr(WEBHOOK_TOKEN),
-                "buildkite_api_url": buildkite_api.url,
-                "buildkite_api_token": SecretStr(TOKEN),
-                "buildkite_retry_backoff_s": 0.01,
-            }
-        )
-    )
+    return task_settings(on_buildkite(settings, buildkite_api))
