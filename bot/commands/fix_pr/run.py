@@ -1,5 +1,7 @@
 """``/bot run``: verify this fix PR on a GPU runner; its options (DESIGN §4) map to stages and
-GPU types. Stage names, GPU types and backends must match narrow patterns."""
+GPU types. Stage names, GPU types and backends must match narrow patterns. On a fix PR Buildkite
+built, with ``REPAIRBOT_BUILDKITE_REBUILD_ON_RUN``, its build is rebuilt instead
+(``bot.commands.fix_pr.rebuild``)."""
 
 from __future__ import annotations
 
@@ -119,7 +121,10 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
 
 COMMAND = CommandSpec(
     name="run",
-    summary="verify this fix PR on a GPU runner (options map to stages and GPU types)",
+    summary=(
+        "verify this fix PR on a GPU runner (options map to stages and GPU types), or rebuild "
+        "its Buildkite build (docs/ci.md)"
+    ),
     usage=(
         "/bot run [--reuse-test [PIPELINE_ID] | --disable-reuse-test] [--disable-fail-fast]"
         ' [--skip-test] [--stage-list "STAGE, ..."] [--gpu-type "GPU, ..."]'
