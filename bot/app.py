@@ -17,7 +17,15 @@ from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bot.api import ci_failures, fixes, gitlab_webhooks, health, metrics, webhooks
+from bot.api import (
+    buildkite_webhooks,
+    ci_failures,
+    fixes,
+    gitlab_webhooks,
+    health,
+    metrics,
+    webhooks,
+)
 from bot.api.body import BodyBudget
 from bot.config import Settings, get_settings
 from bot.dashboard.render import page
@@ -35,7 +43,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     configure_celery(app.state.settings)
     # One per app: the bodies its routes are reading at once, all of them together.
     app.state.body_budget = BodyBudget(app.state.settings.max_buffered_body_bytes)
-    for module in (health, webhooks, gitlab_webhooks, ci_failures, fixes, metrics):
+    for module in (
+        health,
+        webhooks,
+        gitlab_webhooks,
+        buildkite_webhooks,
+        ci_failures,
+        fixes,
+        metrics,
+    ):
         app.include_router(module.router)
     install_dashboard(app)
     install_error_handlers(app)

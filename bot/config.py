@@ -12,11 +12,12 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.config_buildkite import BuildkiteSettings
 from bot.config_gitlab import GitLabSettings
 from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, sqlite_url
 
 
-class Settings(BaseSettings, GitLabSettings):
+class Settings(BaseSettings, GitLabSettings, BuildkiteSettings):
     """Service settings; defaults are the embedded, no-services-needed configuration."""
 
     model_config = SettingsConfigDict(

@@ -118,6 +118,10 @@ def drop_all_tables(url: str) -> None:
     engine.dispose()
 
 
+# The Buildkite-API double, and settings pointing at it.
+from tests.fakes.buildkite.deliveries import bk_settings  # noqa: E402, F401
+from tests.fakes.buildkite.server import buildkite_api  # noqa: E402, F401
+
 # The one GitHub-API double (a real HTTP server on 127.0.0.1), shared by every test.
 from tests.fakes.github_api import github_api  # noqa: E402, F401
 

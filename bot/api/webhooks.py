@@ -118,7 +118,8 @@ def _answer(
 
 def parse_payload(body: bytes, content_type: str) -> dict[str, Any]:
     """JSON or ``application/x-www-form-urlencoded`` with a ``payload`` field (400 or 415
-    with the reason when it is neither; the GitLab route's bodies are parsed here too)."""
+    with the reason when it is neither; the GitLab and Buildkite routes' bodies are parsed here
+    too)."""
     media = content_type.split(";")[0].strip().lower()
     try:
         text = body.decode("utf-8")

@@ -227,15 +227,16 @@ IDS_PER_QUERY = 1000
 def _undispatched(older_than: timedelta) -> list[ColumnElement[bool]]:
     cutoff = utcnow() - older_than
     return [
-        Delivery.source.in_(("github", "gitlab")),  # ci deliveries are reports: not here
+        # ci deliveries are reports: not here
+        Delivery.source.in_(("github", "gitlab", "buildkite")),
         Delivery.outcome == "stored",
         Delivery.dispatched_at < cutoff,
     ]
 
 
 def undispatched_delivery_ids(session: Session, *, older_than: timedelta) -> list[int]:
-    """The ids of GitHub deliveries still ``stored`` long after their task was sent (the message
-    was lost).
+    """The ids of GitHub and Buildkite deliveries still ``stored`` long after their task was
+    sent (the message was lost).
 
     A ``ci`` delivery only holds a report's body: its work is the report's triage, which
     :func:`unclassified_reports` re-sends. ``process_delivery`` would call it invalid.

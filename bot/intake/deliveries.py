@@ -25,6 +25,7 @@ COALESCED_ACTIONS = frozenset({"synchronize", "opened", "reopened"})
 HANDLED_EVENTS = frozenset(
     {"issue_comment", "pull_request", "check_run", "status", "workflow_job", "push"}
     | {"Pipeline Hook", "Job Hook"}  # GitLab's (bot.intake.gitlab)
+    | {"build.finished", "job.finished"}  # Buildkite's (bot.intake.buildkite)
 )
 
 
@@ -38,11 +39,11 @@ class GitHubDelivery:
     action: str | None
     body: bytes
     coalesce_key: str | None = None  # see ``coalesce_key``
-    source: str = "github"  # or "gitlab": the forge that sent it (deliveries.source)
+    source: str = "github"  # or "gitlab", "buildkite": who sent it (deliveries.source)
 
     @property
     def key(self) -> str:
-        """Its deliveries.key: the forge's delivery id, which a redelivery repeats."""
+        """Its deliveries.key: the sender's delivery id, which a redelivery repeats."""
         return f"{self.source}:{self.delivery_id}"
 
 

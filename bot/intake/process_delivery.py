@@ -20,6 +20,11 @@ from bot.config import Settings
 from bot.db.body_codec import BodyCodecError
 from bot.db.models import Delivery
 from bot.db.session import Writes, read_scope, session_scope
+from bot.forges.buildkite.rest import (
+    BuildkiteNotConfigured,
+    BuildkiteRefused,
+    BuildkiteUnavailable,
+)
 from bot.forges.github.client import GitHubNotConfigured
 from bot.forges.github.events import PayloadError, load_payload
 from bot.forges.github.forge import GitHubForge
@@ -33,6 +38,11 @@ from bot.queue import names as task_names
 from bot.queue.celery_app import app
 
 OUTCOME_CHARS = 32
+
+# What a handler may raise, by what becomes of the delivery: each CI and forge has its own.
+UNCONFIGURED = (GitHubNotConfigured, GitLabNotConfigured, BuildkiteNotConfigured)
+REFUSED = (BuildRefused, LogRefused, GitLabRefused, BuildkiteRefused)
+UNAVAILABLE = (RateLimited, GitLabUnavailable, BuildkiteUnavailable, httpx.TransportError)
 
 
 def _forge(settings: Settings) -> GitHubForge:
@@ -80,13 +90,13 @@ def handle_delivery(settings: Settings, delivery_id: int) -> list[str]:
         for handler in handlers:
             try:
                 step = handler.handle(ctx)
-            except (GitHubNotConfigured, GitLabNotConfigured) as exc:
+            except UNCONFIGURED as exc:
                 outcome = "unconfigured"
                 notes.append(f"{handler.name}: {exc}")
-            except (BuildRefused, LogRefused, GitLabRefused) as exc:
+            except REFUSED as exc:
                 outcome = "refused"
                 notes.append(f"{handler.name}: {exc}")
-            except (RateLimited, GitLabUnavailable, httpx.TransportError) as exc:
+            except UNAVAILABLE as exc:
                 raise TransientError(f"{handler.name}: {exc}") from exc
             except (GithubException, httpx.HTTPStatusError) as exc:
                 outcome = "error"

@@ -30,6 +30,7 @@ from bot.intake.actions import (
     intake_actions_job,
     is_actions_check_run,
 )
+from bot.intake.buildkite import intake_finished_build, intake_finished_job
 from bot.intake.gitlab import (
     complete_job_hook_job,
     complete_pipeline_job,
@@ -207,3 +208,19 @@ def gitlab_job(ctx: EventContext) -> Writes | str:
     if job is None:
         return "not a failed GitLab job"
     return intake_gitlab_jobs(ctx.settings, ctx.reading, [job], complete_job_hook_job)
+
+
+@on("job.finished", "buildkite-job", "a failed Buildkite job → its log → the CI intake")
+def buildkite_job(ctx: EventContext) -> Writes | str:
+    """Buildkite's ``job.finished``: the failed job's log, one report."""
+    return intake_finished_job(ctx.settings, ctx.reading, ctx.payload)
+
+
+@on(
+    "build.finished",
+    "buildkite-build",
+    "a failed Buildkite build → one job delivery per failed job",
+)
+def buildkite_build(ctx: EventContext) -> Writes | str:
+    """Buildkite's ``build.finished``: its failed jobs, each handled as its ``job.finished``."""
+    return intake_finished_build(ctx.settings, ctx.payload)

@@ -24,6 +24,7 @@ TASK_SETTINGS = "repairbot_settings"  # the app.conf key that holds the tasks' s
 # equal to the modules whose functions wear ``@app.task(``: a new one that is not here fails).
 TASK_MODULES = (
     "bot.intake.process_delivery",
+    "bot.pipeline.buildkite_rebuild",
     "bot.pipeline.contract_check.task",
     "bot.pipeline.contract_check.triggers",
     "bot.pipeline.dispatch",

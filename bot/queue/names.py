@@ -18,5 +18,7 @@ PR_NOTICE: Final = "repairbot.pr_notice"  # a PR pipeline's run: its PR told of 
 PR_NOTICES_REFRESH: Final = "repairbot.pr_notices_refresh"  # a fix changed: (fix id)
 MERGE_OUTCOME: Final = "repairbot.merge_outcome"  # our fix merged from another head: (fix id)
 SEND_GITHUB_WRITE: Final = "repairbot.send_github_write"  # a deferred GitHub write: (row id)
+# /bot run on a fix PR Buildkite built: (invocation id, organization, pipeline, build number)
+BUILDKITE_REBUILD: Final = "repairbot.buildkite_rebuild"
 DISPATCH: Final = "repairbot.dispatch"  # several tasks of one name: (task name, [args, ...])
 REPAIR_QUEUE: Final = "repair"  # where every repairbot.* task goes unless routed elsewhere

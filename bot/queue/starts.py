@@ -81,6 +81,15 @@ def start_send_github_write(session: Session, write_id: int) -> None:
     enqueue_after_commit(session, names.SEND_GITHUB_WRITE, write_id)
 
 
+def start_buildkite_rebuild(
+    session: Session, invocation_id: int, organization: str, pipeline: str, number: int
+) -> None:
+    """Ask Buildkite to rebuild a fix PR's build, for one ``/bot run``."""
+    enqueue_after_commit(
+        session, names.BUILDKITE_REBUILD, invocation_id, organization, pipeline, number
+    )
+
+
 STARTS: dict[str, Callable[..., Any]] = {
     names.PROCESS_DELIVERY: start_process_delivery,
     names.TRIAGE: start_triage,
@@ -94,4 +103,5 @@ STARTS: dict[str, Callable[..., Any]] = {
     names.PR_NOTICES_REFRESH: start_pr_notices_refresh,
     names.MERGE_OUTCOME: start_merge_outcome,
     names.SEND_GITHUB_WRITE: start_send_github_write,
+    names.BUILDKITE_REBUILD: start_buildkite_rebuild,
 }

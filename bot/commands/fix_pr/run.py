@@ -1,5 +1,7 @@
 """``/bot run``: verify this fix PR on a GPU runner; its options (DESIGN §4) map to stages and
-GPU types. Stage names, GPU types and backends must match narrow patterns."""
+GPU types. Stage names, GPU types and backends must match narrow patterns. On a fix PR Buildkite
+built, with ``REPAIRBOT_BUILDKITE_REBUILD_ON_RUN``, its build is rebuilt instead
+(``bot.commands.fix_pr.rebuild``)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ import argparse
 import re
 from typing import Any
 
+from bot.commands.fix_pr.rebuild import buildkite_build_for
 from bot.commands.grammar import ParsedCommand, listed
 from bot.commands.registry import CommandContext, CommandSpec, Example, Permission
+from bot.queue.starts import start_buildkite_rebuild
 from bot.runner.requests import request_verification
 
 STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -86,7 +90,21 @@ def run_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
-    """Queue a verification of the PR's head."""
+    """Queue a verification of the PR's head; or, for a PR Buildkite built (and the setting
+    on), its rebuild (``bot.commands.fix_pr.rebuild``)."""
+    build = (
+        buildkite_build_for(ctx.session, ctx.fix_pr)
+        if ctx.settings.buildkite_rebuild_on_run
+        else None
+    )
+    if build is not None:
+        start_buildkite_rebuild(
+            ctx.session, ctx.invocation.id, build.organization, build.pipeline, build.number
+        )
+        return (
+            f"Rebuild of Buildkite build `{build}` queued for @{ctx.login}: this PR's CI is "
+            "Buildkite; the new build's link follows."
+        )
     verification = request_verification(
         ctx.session,
         fix=ctx.fix_pr,
@@ -103,7 +121,10 @@ def handle(ctx: CommandContext, parsed: ParsedCommand) -> str:
 
 COMMAND = CommandSpec(
     name="run",
-    summary="verify this fix PR on a GPU runner (options map to stages and GPU types)",
+    summary=(
+        "verify this fix PR on a GPU runner (options map to stages and GPU types), or rebuild "
+        "its Buildkite build (docs/ci.md)"
+    ),
     usage=(
         "/bot run [--reuse-test [PIPELINE_ID] | --disable-reuse-test] [--disable-fail-fast]"
         ' [--skip-test] [--stage-list "STAGE, ..."] [--gpu-type "GPU, ..."]'

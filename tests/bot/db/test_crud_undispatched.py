@@ -77,3 +77,18 @@ def test_more_ids_than_one_statement_may_bind_are_asked_for_in_chunks(settings) 
     with session_scope(url) as session:
         found = undispatched_deliveries(session, older_than=STALE, among=among)
         assert [d.key for d in found] == ["github:lost"]
+
+
+def test_a_lost_buildkite_delivery_is_found_like_a_github_one(settings) -> None:
+    url = settings.resolved_database_url
+    ids = _store(url)
+    with session_scope(url) as session:
+        [lost] = insert_deliveries(
+            session,
+            [NewDelivery("buildkite", "buildkite:job.finished:1", "job.finished", None, b"{}")],
+        ).values()
+        long_ago = utcnow() - timedelta(hours=1)
+        session.execute(update(Delivery).where(Delivery.id == lost).values(dispatched_at=long_ago))
+    with read_scope(url) as reading:
+        found = undispatched_delivery_ids(reading, older_than=STALE)
+    assert sorted(found) == sorted([ids["github:lost"], lost])
