@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import ColumnElement, Text, cast, exists, func, or_, select
@@ -12,6 +12,7 @@ from bot.dashboard.filters import FailureFilters
 from bot.dashboard.keyset import keyset_page
 from bot.dashboard.queries import COUNT_CAP
 from bot.db.models import CiFailure, RepairRun, RunState
+from bot.db.records.delivery_waits import Waiting, waiting
 from bot.db.tally_fold import read_totals
 
 UNCLASSIFIED = "unclassified"
@@ -43,6 +44,8 @@ class FailurePage:
     exact: bool
     newer: int | None
     older: int | None
+    waiting: list[Waiting] = field(default_factory=list)  # deliveries waiting on an API
+    waiting_total: int = 0
 
 
 def top_error(findings: list[Any]) -> str:
@@ -107,4 +110,5 @@ def list_failures(session: Session, *, filters: FailureFilters) -> FailurePage:
         evidence = "\n\n".join(str(f.get("evidence") or "") for f in findings[:3]).strip()
         rows.append(FailureRow(report, top_error(findings), signatures, evidence))
     total, exact = _total(session, filters, conditions)
-    return FailurePage(rows=rows, total=total, exact=exact, newer=page.newer, older=page.older)
+    shown, waiting_total = waiting(session)
+    return FailurePage(rows, total, exact, page.newer, page.older, shown, waiting_total)

@@ -11,11 +11,21 @@ from bot.db import models
 from bot.db.records import (
     bot_events,
     contract_checks,
+    delivery_waits,
     github_writes,
     opt_outs,
     pr_notices,
     tallies,
 )
 
-TABLE_MODULES = (models, bot_events, contract_checks, github_writes, opt_outs, pr_notices, tallies)
+TABLE_MODULES = (
+    models,
+    bot_events,
+    contract_checks,
+    delivery_waits,
+    github_writes,
+    opt_outs,
+    pr_notices,
+    tallies,
+)
 METADATA: MetaData = models.Base.metadata

@@ -19,6 +19,7 @@ from github import GithubException
 from bot.config import Settings
 from bot.db.body_codec import BodyCodecError
 from bot.db.models import Delivery
+from bot.db.records.delivery_waits import clear_wait, note_wait
 from bot.db.session import Writes, read_scope, session_scope
 from bot.forges.buildkite.rest import (
     BuildkiteNotConfigured,
@@ -55,7 +56,8 @@ def process_delivery(self: RepairbotTask, delivery_id: int) -> list[str]:
 
     Outcomes: ``processed``, ``ignored`` (no handler, or nothing for us in it), ``invalid``
     (not a GitHub payload), ``refused`` (a link we will not follow), ``unconfigured``.
-    A rate limit or an unreachable service retries the task; the delivery stays stored.
+    A rate limit or an unreachable service retries the task; the delivery stays stored, and
+    waits on the failures page with the reason (``bot.db.records.delivery_waits``).
     """
     return handle_delivery(self.settings, delivery_id)
 
@@ -97,7 +99,10 @@ def handle_delivery(settings: Settings, delivery_id: int) -> list[str]:
                 outcome = "refused"
                 notes.append(f"{handler.name}: {exc}")
             except UNAVAILABLE as exc:
-                raise TransientError(f"{handler.name}: {exc}") from exc
+                reason = f"{handler.name}: {exc}"
+                with session_scope(settings.resolved_database_url) as session:
+                    note_wait(session, delivery_id, reason)
+                raise TransientError(reason) from exc
             except (GithubException, httpx.HTTPStatusError) as exc:
                 outcome = "error"
                 notes.append(f"{handler.name}: {exc}"[:2000])
@@ -112,4 +117,5 @@ def handle_delivery(settings: Settings, delivery_id: int) -> list[str]:
             return []  # another attempt recorded it meanwhile: its writes are the ones kept
         notes += [f"{name}: {step(session)}" for name, step in steps]
         delivery.outcome = outcome[:OUTCOME_CHARS]
+        clear_wait(session, delivery_id)
     return notes

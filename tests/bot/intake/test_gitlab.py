@@ -239,6 +239,12 @@ def test_server_errors_past_the_last_attempt_leave_the_delivery_to_a_later_retry
     with pytest.raises(TransientError, match=r"503 .*attempt 5 of 5"):
         process_delivery.apply(args=[delivery_id], throw=True, retries=99).get()
     assert _outcome(gl_settings, delivery_id) == "stored" and _reports(gl_settings) == []
+    # The on-call engineer sees it wait, and why, on the failures page.
+    waiting = f'data-waiting-delivery="{delivery_id}"'
+    with TestClient(create_app(gl_settings)) as client:
+        page = client.get("/failures").text
+    shown = page[page.index(waiting) : page.index("</li>", page.index(waiting))]
+    assert "Job Hook" not in shown and "Pipeline Hook" in shown and "503" in shown, shown
     # Were the task itself lost, the reconciler sends the still-stored delivery again.
     with session_scope(gl_settings.resolved_database_url) as session:
         assert delivery_id in undispatched_delivery_ids(session, older_than=timedelta(0))
@@ -247,6 +253,8 @@ def test_server_errors_past_the_last_attempt_leave_the_delivery_to_a_later_retry
     assert _outcome(gl_settings, delivery_id) == "processed", notes
     assert len(_reports(gl_settings)) == 1
     assert [c.status for c in gitlab_api.calls_to("GET", TRACE_PATH)] == [503] * 5 + [200]
+    with TestClient(create_app(gl_settings)) as client:
+        assert waiting not in client.get("/failures").text
 
 
 def test_a_refused_api_answer_is_recorded_as_refused(gl_settings, gitlab_api, project):
