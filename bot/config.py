@@ -10,13 +10,15 @@ from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from bot.config_sandbox import SandboxSettings
 from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, sqlite_url
 
 
-class Settings(BaseSettings):
-    """Service settings; defaults are the embedded, no-services-needed configuration."""
+class Settings(SandboxSettings):
+    """Service settings; defaults are the embedded, no-services-needed configuration (the
+    sandbox's limits come from ``SandboxSettings``)."""
 
     model_config = SettingsConfigDict(
         env_prefix="REPAIRBOT_", env_file=None, extra="ignore", use_attribute_docstrings=True
