@@ -46,7 +46,7 @@ from fixers.sandbox.view import (
     interpreter_roots,
     outer_argv,
 )
-from fixers.sandbox.watch import Watch, hits_of, kill_group, wait_for
+from fixers.sandbox.watch import Watch, hits_of, kill_group, log_lines, wait_for
 
 SELF_TEST_TIMEOUT_S = 60.0
 SANDBOXED = (
@@ -355,6 +355,10 @@ def wait_isolated(
     began = time.monotonic()
     returncode, timed_out, cancelled = wait_for(running.process, began, timeout_s, should_cancel)
     watched, counted, strays = _end_tree(running)
+    hits = hits_of(watched, timed_out, counted, returncode, running.limits)
+    if hits or strays:  # in the log too, where its output stops
+        with _open_log(running.log_path) as log:
+            log.write(log_lines(hits, strays).encode())
     interrupted = timed_out or cancelled
     return SandboxResult(
         None if interrupted else returncode,
@@ -363,7 +367,7 @@ def wait_isolated(
         time.monotonic() - running.began,
         running.isolation,
         running.log_path,
-        hits_of(watched, timed_out, counted, returncode, running.limits),
+        hits,
         strays,
     )
 

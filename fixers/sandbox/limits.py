@@ -74,10 +74,12 @@ def narrowed(limits: Limits, ceiling: Limits | None) -> Limits:
 
 
 def size_text(count: int) -> str:
-    """Bytes as people read them: ``256 MiB``, ``16 GiB``."""
+    """Bytes as people read them: ``256 MiB``, ``16 GiB``, ``1.5 GiB``, ``140 MiB``."""
     for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1 << 10)):
         if (count >= size and count % size == 0) or count >= 10 * size:
-            return f"{count / size:g} {unit}"
+            return f"{round(count / size)} {unit}"
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
     return f"{count} bytes"
 
 

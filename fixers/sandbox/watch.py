@@ -31,7 +31,10 @@ from fixers.sandbox.limits import (
     size_text,
 )
 
-POLL_S = 0.25
+POLL_S = 0.25  # how often a wait looks for a cancellation
+# How often the watch reads the cgroup's counters (three small files) and may walk the run dir:
+# what a tree can write between two walks is what it overshoots its disk budget by.
+WATCH_S = 0.05
 # A tree still refused forks this long after the first refusal is a fork bomb, not a test that
 # met the limit once: it is stopped rather than left spinning until the timeout.
 FORK_GRACE_S = 5.0
@@ -56,7 +59,7 @@ class Watch:
         self._refusing_since: float | None = None
 
     def start(self, process: subprocess.Popen[bytes]) -> Watch:
-        """Start watching ``process`` (every ``POLL_S``)."""
+        """Start watching ``process`` (every ``WATCH_S``)."""
         self.process = process
         self._thread.start()
         return self
@@ -68,7 +71,7 @@ class Watch:
             self._thread.join()
 
     def _run(self) -> None:
-        while not self._stopping.wait(POLL_S):
+        while not self._stopping.wait(WATCH_S):
             hit = self.check(time.monotonic())
             if hit is not None:
                 self.hit = hit
@@ -125,7 +128,7 @@ class Watch:
         if budget is None or (stopped and now < self._next_walk):  # walked at most so often
             return None
         seen = tally(self.run_dir, stop_above=self._baseline + budget)
-        self._next_walk = now + max(POLL_S, WALK_SHARE * (time.monotonic() - now))
+        self._next_walk = now + max(WATCH_S, WALK_SHARE * (time.monotonic() - now))
         grown, ending = seen.bytes - self._baseline, ": stopped" if stopped else ""
         if grown > budget:
             return LimitHit(
@@ -182,6 +185,14 @@ def hits_of(
     for hit in hits:
         first.setdefault(hit.name, hit)
     return tuple(first.values())
+
+
+def log_lines(hits: tuple[LimitHit, ...], strays: int) -> str:
+    """What the log says after a command's output about the limits it reached (pure)."""
+    lines = [f"[sandbox] limit hit ({hit.name}): the process tree {hit.detail}\n" for hit in hits]
+    if strays:
+        lines.append(f"[sandbox] {strays} process(es) still in its cgroup at the end: killed\n")
+    return "".join(lines)
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:

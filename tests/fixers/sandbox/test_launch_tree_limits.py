@@ -120,6 +120,7 @@ def test_a_50_gb_allocation_is_stopped_at_the_trees_memory_limit(tmp_path: Path)
     result, log = _run(tmp_path, ALLOCATE_50_GB)
     assert result.limit == MEMORY, (result.hits, log)
     assert "256 MiB" in result.hits[0].detail and "UNSTOPPED" not in log
+    assert log.endswith(f"[sandbox] limit hit (memory): the process tree {result.hits[0].detail}\n")
     assert "whole tree in a cgroup" in result.isolation and result.returncode != 0
 
 
@@ -268,6 +269,8 @@ def test_a_daemon_that_left_the_process_group_dies_with_its_cgroup(
     _without_bwrap(monkeypatch, tmp_path)
     result, left = _daemon(tmp_path, SandboxOptions(allow_unsandboxed=True))
     assert result.returncode == 0 and result.stray_processes == 1 and left == []
+    log = (tmp_path / "run" / "log").read_text()
+    assert log.endswith("[sandbox] 1 process(es) still in its cgroup at the end: killed\n")
     control = SandboxOptions(allow_unsandboxed=True, cgroup_root=tmp_path / "no-cgroups")
     result, left = _daemon(tmp_path, control)
     try:

@@ -22,7 +22,8 @@ def test_a_ceiling_narrows_every_resource_but_keeps_the_commands_timeout() -> No
 def test_sizes_and_tree_limits_read_as_people_write_them() -> None:
     assert size_text(256 * MIB) == "256 MiB"
     assert size_text(16 * GIB) == "16 GiB"
-    assert size_text(1536 * MIB) == "1536 MiB"
+    assert size_text(1536 * MIB) == "1.5 GiB"
+    assert size_text(140 * MIB + 4096) == "140 MiB"
     assert size_text(100) == "100 bytes"
     limits = Limits(max_memory_bytes=256 * MIB, max_processes=64, cpus=0.5, max_cpu_s=30)
     assert tree_summary(limits) == "memory 256 MiB, 64 processes, 0.5 CPU, CPU time 30 s"

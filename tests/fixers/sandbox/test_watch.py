@@ -9,7 +9,7 @@ import signal
 
 from fixers.sandbox.cgroups import Usage
 from fixers.sandbox.limits import CPU, DISK, MEMORY, PROCESSES, TIMEOUT, LimitHit, Limits
-from fixers.sandbox.watch import hits_of
+from fixers.sandbox.watch import hits_of, log_lines
 
 LIMITS = Limits(timeout_s=20, max_memory_bytes=256 << 20, max_processes=64, max_cpu_s=9)
 
@@ -44,3 +44,14 @@ def test_rlimit_signals_name_cpu_time_and_file_size_through_bubblewrap_or_not() 
         assert _names(None, False, None, code, LIMITS) == [DISK]
     assert _names(None, False, None, 128 + signal.SIGKILL, LIMITS) == []  # says nothing alone
     assert _names(None, False, None, 2, LIMITS) == []
+
+
+def test_the_log_ends_with_what_stopped_the_tree() -> None:
+    hits = hits_of(None, True, Usage(oom_kills=1), None, LIMITS)
+    assert log_lines(hits, 2) == (
+        "[sandbox] limit hit (timeout): the process tree was still running after 20 s: stopped\n"
+        "[sandbox] limit hit (memory): the process tree reached its memory limit of 256 MiB: "
+        "the kernel killed 1 process(es)\n"
+        "[sandbox] 2 process(es) still in its cgroup at the end: killed\n"
+    )
+    assert log_lines((), 0) == ""
