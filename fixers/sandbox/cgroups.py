@@ -28,6 +28,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 PREFIX = "repairbot-"  # then the making process's pid: a folder whose maker is gone is an orphan
+SERVICE_LEAF = "repairbot-service"  # v2: where the service's own processes move (``delegated``)
 CPU_PERIOD_US = 100_000
 ORPHAN_AGE_S = 60.0  # younger folders are left alone: their maker may be in another pid namespace
 KILL_WAIT_S = 5.0
@@ -103,26 +104,52 @@ def locate(root: Path, own: Mapping[str, str]) -> Hierarchy:
 def _locate_v2(root: Path, own: Mapping[str, str]) -> Hierarchy:
     if "" not in own:
         raise TreeLimitsUnavailable(f"this process is in no cgroup of the v2 hierarchy at {root}")
-    parent = _inside(root, own[""])
-    available = (parent / "cgroup.controllers").read_text().split()
-    missing = [c for c in V2_CONTROLLERS if c not in available]
+    return Hierarchy(2, {"": delegated(_inside(root, own[""]), V2_CONTROLLERS)})
+
+
+def delegated(current: Path, controllers: tuple[str, ...]) -> Path:
+    """The v2 cgroup whose children may use ``controllers``: this process's own (``current``),
+    or its parent once the service moved into ``SERVICE_LEAF``.
+
+    Cgroup v2 lets a cgroup hand controllers to its children only while it holds no process
+    itself (but the root): the processes of the service's cgroup are moved into a leaf of it
+    first, as systemd asks of a service with ``Delegate=yes``. Raises ``TreeLimitsUnavailable``.
+    """
+    parent = current.parent if current.name == SERVICE_LEAF else current
+    missing = [c for c in controllers if c not in _read(parent / "cgroup.controllers").split()]
     if missing:
         raise TreeLimitsUnavailable(
-            f"cgroup v2 at {root}: {', '.join(missing)} not available in {parent} "
+            f"cgroup v2: {', '.join(missing)} not available in {parent} "
             "(bound to a v1 hierarchy, or not delegated to it)"
         )
-    enabled = (parent / "cgroup.subtree_control").read_text().split()
-    wanted = [c for c in V2_CONTROLLERS if c not in enabled]
+    wanted = [c for c in controllers if c not in _read(parent / "cgroup.subtree_control").split()]
+    enable = " ".join(f"+{c}" for c in wanted)
     try:
-        if wanted:
-            _write(parent / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
-    except OSError as exc:  # EBUSY: processes live in it (cgroup v2 has no inner processes)
+        for attempt in range(3):  # a process forked meanwhile lands in the parent again
+            try:
+                if wanted:
+                    _write(parent / "cgroup.subtree_control", enable)
+                return parent
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or attempt == 2:
+                    raise
+                _move_into_leaf(parent)
+    except OSError as exc:
         raise TreeLimitsUnavailable(
-            f"cgroup v2: cannot enable {', '.join(wanted)} for the children of {parent} "
-            f"({exc.strerror}): run repairbot in a cgroup of its own with them delegated "
-            "(systemd: Delegate=yes)"
+            f"cgroup v2: cannot hand {', '.join(wanted)} to the children of {parent} "
+            f"({exc.strerror}): give repairbot a cgroup of its own it may write (systemd: "
+            "Delegate=yes)"
         ) from exc
-    return Hierarchy(2, {"": parent})
+    return parent
+
+
+def _move_into_leaf(parent: Path) -> None:
+    """Move every process of ``parent`` into its ``SERVICE_LEAF`` (made when missing)."""
+    leaf = parent / SERVICE_LEAF
+    leaf.mkdir(mode=0o755, exist_ok=True)
+    for pid in _read(parent / "cgroup.procs").split():
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+            _write(leaf / "cgroup.procs", pid)
 
 
 def settings_for(version: int, limits: Limits) -> list[Setting]:

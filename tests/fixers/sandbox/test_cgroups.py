@@ -236,3 +236,77 @@ def test_a_v2_group_holds_kills_and_removes_its_processes(tmp_path: Path) -> Non
         assert f"{', '.join(missing)} not available" in found["refused"]
     assert found["inside"] and found["cpu_counted"]
     assert found["killed"] == 1 and found["left"] == [] and found["removed"]
+
+
+V2_NESTING = """
+import json, os, subprocess, sys
+from pathlib import Path
+from fixers.sandbox.cgroups import SERVICE_LEAF, TreeGroup, TreeLimitsUnavailable, delegated
+from fixers.sandbox.limits import Limits, preexec
+
+mount = Path(sys.argv[1])
+root_had = "hugetlb" in (mount / "cgroup.subtree_control").read_text().split()
+service = mount / f"nesting-test-{os.getpid()}"  # stands for the service's own cgroup
+service.mkdir()
+group = TreeGroup(2, {"": service / f"repairbot-{os.getpid()}-nested"})
+found = {}
+
+def start_in(folder):
+    fd = os.open(folder / "cgroup.procs", os.O_WRONLY)
+    try:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                preexec_fn=preexec(Limits(), gpu=False, enter=[fd]))
+    finally:
+        os.close(fd)
+
+resident = start_in(service)  # the service's process, in its own cgroup
+try:
+    if not root_had:  # the root hands hugetlb down (the only v2 controller on a v1 host)
+        (mount / "cgroup.subtree_control").write_text("+hugetlb")
+    try:
+        delegated(service, ("memory",))
+    except TreeLimitsUnavailable as exc:
+        found["missing"] = str(exc)
+    found["parent"] = str(delegated(service, ("hugetlb",)))
+    found["moved"] = (service / SERVICE_LEAF / "cgroup.procs").read_text().split()
+    found["enabled"] = (service / "cgroup.subtree_control").read_text().split()
+    found["from_the_leaf"] = str(delegated(service / SERVICE_LEAF, ("hugetlb",)))
+    group.folders[""].mkdir()
+    sandboxed = start_in(group.folders[""])
+    found["sandbox_has"] = (group.folders[""] / "cgroup.controllers").read_text().split()
+    found["sandboxed"] = sorted(group.pids()) == [sandboxed.pid]
+    found["killed"] = group.kill_all()
+    sandboxed.wait(timeout=30)
+finally:
+    resident.kill()
+    resident.wait()
+    group.kill_all()
+    group.remove()
+    for folder in (service / SERVICE_LEAF, service):
+        if folder.exists():
+            folder.rmdir()
+    if not root_had:
+        (mount / "cgroup.subtree_control").write_text("-hugetlb")
+found["resident"] = resident.pid
+print(json.dumps(found))
+"""
+
+
+def test_a_v2_service_cgroup_moves_its_processes_into_a_leaf_to_hand_controllers_down(
+    tmp_path: Path,
+) -> None:
+    """Cgroup v2 refuses controllers to the children of a cgroup that holds processes: the
+    service's are moved into a leaf first. Shown with hugetlb, the v2 controller this v1 host
+    has; memory (bound to v1 here) is refused with the reason."""
+    mount = tmp_path / "cgroup2"
+    mount.mkdir()
+    probe = tmp_path / "nesting.py"
+    probe.write_text(V2_NESTING)
+    found: dict[str, Any] = in_private_mounts(f"mount -t cgroup2 none {mount}", probe, mount)
+    service = f"{mount}/nesting-test-"
+    assert found["parent"].startswith(service)  # its own cgroup, now holding no process
+    assert found["moved"] == [str(found["resident"])]
+    assert found["enabled"] == ["hugetlb"] and found["sandbox_has"] == ["hugetlb"]
+    assert found["from_the_leaf"] == found["parent"]  # once moved, the leaf's parent
+    assert found["sandboxed"] and found["killed"] == 1
+    assert "memory not available in" in found["missing"]
