@@ -10,14 +10,15 @@ from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from bot.config_buildkite import BuildkiteSettings
 from bot.config_gitlab import GitLabSettings
+from bot.config_sandbox import SandboxSettings
 from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, sqlite_url
 
 
-class Settings(BaseSettings, GitLabSettings, BuildkiteSettings):
+class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings):
     """Service settings; defaults are the embedded, no-services-needed configuration."""
 
     model_config = SettingsConfigDict(

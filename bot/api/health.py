@@ -8,7 +8,10 @@ from fastapi import APIRouter, Depends, HTTPException, status
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from bot.api.deps import get_app_settings
+from bot.config import Settings
 from bot.db.request_scope import get_read_session
+from bot.runner.sandbox import sandbox_state
 from bot.version import __version__
 
 router = APIRouter()
@@ -21,12 +24,16 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-def readyz(session: Annotated[Session, Depends(get_read_session)]) -> dict[str, str]:
-    """The database answers and is migrated."""
+def readyz(
+    session: Annotated[Session, Depends(get_read_session)],
+    settings: Annotated[Settings, Depends(get_app_settings)],
+) -> dict[str, str]:
+    """The database answers and is migrated; and how target code is confined on this host (it
+    runs either way: a missing sandbox is the verifications' error, not the API's)."""
     try:
         version = session.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
     except Exception as exc:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"database not ready: {exc}"
         ) from exc
-    return {"status": "ready", "schema": str(version)}
+    return {"status": "ready", "schema": str(version), **sandbox_state(settings)}

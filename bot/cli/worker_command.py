@@ -25,6 +25,7 @@ def worker(
     from bot.pipeline.reconcile.cleanup import prune_stale_work
     from bot.queue.celery_app import app as celery_app
     from bot.queue.celery_app import configure_tasks, quiet_root_warning
+    from bot.runner.sandbox import sandbox_note
 
     settings = get_settings()
     upgrade(settings.resolved_database_url)
@@ -33,6 +34,7 @@ def worker(
     root_note = quiet_root_warning()
     if root_note:
         typer.echo(f"note: {root_note}", err=True)
+    typer.echo(f"note: {sandbox_note(settings)}", err=True)  # where target code runs, and how
     argv = [
         "worker",
         "-Q",

@@ -11,7 +11,15 @@ from bot.runner.selection import Selection
 from bot.runner.verdict import FAILING
 from fixers.intake import IntakeError
 from fixers.intake.junit import iter_cases
-from fixers.sandbox import STRICT, Limits, SandboxOptions, SandboxResult, open_output, run_isolated
+from fixers.sandbox import (
+    STRICT,
+    LimitHit,
+    Limits,
+    SandboxOptions,
+    SandboxResult,
+    open_output,
+    run_isolated,
+)
 
 
 @dataclass
@@ -25,6 +33,7 @@ class PhaseResult:
     cancelled: bool = False
     seconds: float = 0.0
     isolation: str = ""
+    hits: list[LimitHit] = field(default_factory=list)  # sandbox limits its commands reached
 
     def absorb(self, result: SandboxResult) -> None:
         """Account for one command's ending."""
@@ -32,11 +41,13 @@ class PhaseResult:
         self.isolation = result.isolation
         self.timed_out |= result.timed_out
         self.cancelled |= result.cancelled
+        self.hits += result.hits
 
     @property
     def interrupted(self) -> bool:
-        """Whether the phase stopped before finishing (timeout or cancellation)."""
-        return self.timed_out or self.cancelled
+        """Whether the phase stopped before finishing (a timeout, a cancellation, or any other
+        sandbox limit: what ran short of memory or processes says nothing about the fix)."""
+        return self.timed_out or self.cancelled or bool(self.hits)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from bot.runner.selection import Selection, select_tests
 from bot.runner.verdict import TestVerdict, compare, overall
 from fixers.sandbox import (
     STRICT,
+    LimitHit,
     Limits,
     SandboxOptions,
     clean_environment,
@@ -63,6 +64,13 @@ class VerificationOutcome:
     seconds: float = 0.0
     isolation: str = ""
     environment: str = ""  # the interpreter the tests ran with, and its key packages
+    limit: LimitHit | None = None  # the first sandbox limit the tests reached (then no verdict)
+
+    def limit_reason(self) -> str:
+        """Which sandbox limit stopped the tests, in words ("" when none did)."""
+        if self.limit is None:
+            return ""
+        return f"sandbox limit hit ({self.limit.name}): the tests' process tree {self.limit.detail}"
 
     def results(self) -> dict[str, Any]:
         """JSON-ready results for the database and the dashboard."""
@@ -75,6 +83,7 @@ class VerificationOutcome:
             "environment": self.environment,
             "seconds": round(self.seconds, 2),
             "timed_out": self.timed_out,
+            "limit": self.limit.name if self.limit else None,
         }
 
 
@@ -213,6 +222,9 @@ def _run_phases(
         outcome.problems += [f"{name}: {p}" for p in phase.problems]
         outcome.timed_out |= phase.timed_out
         outcome.cancelled |= phase.cancelled
+        if phase.hits and outcome.limit is None:
+            outcome.limit = phase.hits[0]
+            outcome.problems += [f"{name}: {outcome.limit_reason()}"]
         if phase.interrupted:
             return None
     return phases[0], phases[1]

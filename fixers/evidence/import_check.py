@@ -299,6 +299,8 @@ def _one_round(
     why = "timed out" if ended.timed_out else _last_line(ended.log_path) or "no answer"
     if ended.returncode not in (0, None) and not ended.timed_out:
         why = f"{why} (exit {ended.returncode})"
+    if ended.hits and not ended.timed_out:  # what stopped it, rather than its last words
+        why = f"sandbox limit hit ({ended.hits[0].name}): its process tree {ended.hits[0].detail}"
     mark = "NOT SANDBOXED" if ended.isolation.startswith("NOT SANDBOXED") else ""
     results: Results = {}
     for change in changes:

@@ -2,12 +2,13 @@
 takes requests while it runs, ``start_isolated`` then ``wait_isolated``).
 
 Every process that runs code from a repository under repair (its tests, the import server, the
-device probe, a ``[verify] command``) starts here, inside bubblewrap (see ``view``) with rlimits
-(see ``limits``), a clean environment, its own session and process group, a timeout and
-cancellation that kill the whole tree. When bubblewrap cannot run, target code does not run
-either — unless the caller allows it explicitly (development only), and then the result's
-``isolation`` says so. ``tests/test_process_launch_sites.py`` fails if anything else starts a
-process.
+device probe, a ``[verify] command``) starts here, inside bubblewrap (see ``view``), in a cgroup
+of its own that bounds the whole tree (see ``cgroups``; per-process rlimits where cgroups cannot
+be made, see ``limits``), with a clean environment, its own session and process group, a
+timeout, cancellation and limits that stop the whole tree (see ``watch``). When bubblewrap
+cannot run, target code does not run either — unless the caller allows it explicitly
+(development only), and then the result's ``isolation`` says so.
+``tests/test_process_launch_sites.py`` fails if anything else starts a process.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import contextlib
 import functools
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from fixers.sandbox.capabilities import NO_DAC_OVERRIDE, has_dac_override
-from fixers.sandbox.limits import Limits, preexec
+from fixers.sandbox.cgroups import (
+    TreeGroup,
+    TreeLimitsUnavailable,
+    Usage,
+    own_group,
+)
+from fixers.sandbox.environment import clean_environment
+from fixers.sandbox.limits import LimitHit, Limits, narrowed, preexec, size_text, tree_summary
+from fixers.sandbox.run_dirs import hand_over
 from fixers.sandbox.view import (
     SANDBOX_UID,
     STRICT,
@@ -38,25 +46,16 @@ from fixers.sandbox.view import (
     interpreter_roots,
     outer_argv,
 )
+from fixers.sandbox.watch import Watch, hits_of, kill_group, log_lines, wait_for
 
-POLL_S = 0.25
 SELF_TEST_TIMEOUT_S = 60.0
-_SAFE_ENV = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES",
-    "LD_LIBRARY_PATH",
-    "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE",
-)
 SANDBOXED = (
     "bubblewrap (no network, no capabilities, own user/pid/ipc/uts/cgroup namespaces, "
     "private /dev /proc /tmp, read-only interpreter, only the run dir writable{user}), "
-    "rlimits (memory, processes, CPU time, file size, no core), process group, clean env"
+    "process group, clean env"
 )
+IN_CGROUP = "whole tree in a cgroup v{version} of its own ({tree}); rlimits: CPU time, file size"
+PER_PROCESS = "per-process rlimits (memory, processes, CPU time, file size), no whole-tree limits"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -73,27 +72,13 @@ class SandboxResult:
     seconds: float
     isolation: str
     log_path: Path
+    hits: tuple[LimitHit, ...] = ()  # the limits it reached, what stopped it first
+    stray_processes: int = 0  # still running in its cgroup when it ended (then killed)
 
-
-def clean_environment(run_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment: a few safe variables, a private HOME and TMPDIR, no secrets."""
-    env = {key: os.environ[key] for key in _SAFE_ENV if key in os.environ}
-    home = run_dir / "home"
-    tmp = run_dir / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
-    tmp.mkdir(parents=True, exist_ok=True)
-    env.update(
-        {
-            "HOME": str(home),
-            "TMPDIR": str(tmp),
-            "USER": "sandbox",  # no /etc/passwd inside: getpass.getuser() reads these first
-            "LOGNAME": "sandbox",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    env.update(extra or {})
-    return env
+    @property
+    def limit(self) -> str | None:
+        """The limit that stopped it (``limits.MEMORY`` ...), or None."""
+        return self.hits[0].name if self.hits else None
 
 
 def _tools() -> tuple[str | None, str | None]:
@@ -102,23 +87,6 @@ def _tools() -> tuple[str | None, str | None]:
 
 def _as_root() -> bool:
     return os.geteuid() == 0
-
-
-def _handoff(paths: Sequence[Path], keep: Sequence[Path]) -> None:
-    """Give the writable trees to the sandbox user (as root); ``keep`` stays the service's.
-
-    Never follows a symlink: the tree may hold links a previous target run planted.
-    """
-    kept = {p.resolve() for p in keep}
-    for top in paths:
-        for folder, dirs, files in os.walk(top, followlinks=False):
-            for name in [".", *dirs, *files]:
-                path = Path(folder) / name if name != "." else Path(folder)
-                if path in kept:
-                    continue
-                info = path.lstat()
-                if info.st_uid != SANDBOX_UID:
-                    os.chown(path, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
 
 
 def _argv(command: Sequence[str], view: View) -> tuple[list[str], str]:
@@ -177,17 +145,53 @@ def _self_test(bwrap: str | None, setpriv: str | None, root: bool) -> str | None
         argv, _ = _argv(["/usr/bin/true"], view)
         limits = Limits(timeout_s=SELF_TEST_TIMEOUT_S)
         process = _spawn(["/usr/bin/true"], argv, view, log_path, limits)
-        result = _wait(process, time.monotonic(), limits.timeout_s, lambda: False)
-        if result[0] == 0:
+        returncode, _, _ = wait_for(process, time.monotonic(), limits.timeout_s, lambda: False)
+        if returncode == 0:
             return None
         last = log_path.read_text(errors="replace").strip().splitlines()[-1:]
-        return f"bubblewrap does not start here: {''.join(last) or f'exit {result[0]}'}"
+        return f"bubblewrap does not start here: {''.join(last) or f'exit {returncode}'}"
 
 
 def sandbox_problem() -> str | None:
     """Why target code cannot be sandboxed on this host, or ``None`` when it can."""
     bwrap, setpriv = _tools()
     return _self_test(bwrap, setpriv, _as_root())
+
+
+@functools.cache
+def tree_limits_problem(cgroup_root: Path) -> str | None:
+    """Why commands cannot run in cgroups of their own under ``cgroup_root`` (``None`` when they
+    can: a process was started in one); checked once. Target code then still runs, bounded by
+    per-process rlimits, and its result's ``isolation`` says why."""
+    try:
+        group = own_group(cgroup_root, Limits(max_memory_bytes=64 << 20, max_processes=16))
+    except TreeLimitsUnavailable as exc:
+        return str(exc)
+    try:
+        with tempfile.TemporaryDirectory(prefix="repairbot-cgroup-check-") as folder:
+            log_path = Path(folder) / "check.log"
+            process = _spawn(["true"], ["/usr/bin/true"], None, log_path, Limits(), group=group)
+            returncode = process.wait(timeout=SELF_TEST_TIMEOUT_S)
+        return None if returncode == 0 else f"a process in a new cgroup exited {returncode}"
+    except (OSError, subprocess.SubprocessError) as exc:  # joining it failed in the child
+        return f"cannot start a process in a new cgroup: {exc}"
+    finally:
+        group.kill_all()
+        group.remove()
+
+
+def _tree(options: SandboxOptions, limits: Limits) -> tuple[TreeGroup | None, str]:
+    """The command's cgroup (None where there can be none) and what bounds its tree, in words."""
+    budget = limits.max_disk_bytes
+    disk = "" if budget is None else f"; run dir growth up to {size_text(budget)}"
+    problem = tree_limits_problem(options.cgroup_root)
+    if problem is None:
+        try:
+            group = own_group(options.cgroup_root, limits)
+            return group, IN_CGROUP.format(version=group.version, tree=tree_summary(limits)) + disk
+        except TreeLimitsUnavailable as exc:
+            problem = str(exc)
+    return None, f"{PER_PROCESS} ({problem}){disk}"
 
 
 def _open_log(log_path: Path) -> BinaryIO:
@@ -204,6 +208,9 @@ class Running:
     isolation: str
     log_path: Path
     began: float
+    limits: Limits
+    group: TreeGroup | None = None
+    watch: Watch | None = None
 
     @property
     def stdin(self) -> IO[bytes] | None:
@@ -222,17 +229,22 @@ def _spawn(
     *,
     stdin: bool = False,
     pass_fds: Sequence[int] = (),
+    group: TreeGroup | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in its own session with ``limits``, its output appended to the log.
+    """Start ``argv`` in its own session (and ``group``) with ``limits``, its output appended
+    to the log.
 
     The only ``Popen`` of target code; ``view`` is None when it runs unconfined (then ``cwd``
     matters; bubblewrap changes directory itself).
     """
-    with _open_log(log_path) as log:
+    enter = group.open_procs() if group is not None else []
+    with contextlib.ExitStack() as closing, _open_log(log_path) as log:
+        for fd in enter:
+            closing.callback(os.close, fd)
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
         if view is not None and _as_root():
-            _handoff(view.writable, keep=view.protected)
+            hand_over(view.writable, keep=view.protected, uid=SANDBOX_UID)
         return subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -242,38 +254,8 @@ def _spawn(
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             start_new_session=True,
             pass_fds=tuple(pass_fds),
-            preexec_fn=preexec(limits, gpu=bool(view and view.devices)),
+            preexec_fn=preexec(limits, gpu=bool(view and view.devices), enter=enter),
         )
-
-
-def _wait(
-    process: subprocess.Popen[bytes],
-    began: float,
-    timeout_s: float,
-    should_cancel: Callable[[], bool],
-) -> tuple[int | None, bool, bool, float]:
-    """Wait for ``process``, killing its tree on timeout or cancellation.
-
-    Returns at once when it exits (``wait`` with a timeout, no sleep between checks);
-    cancellation is checked every ``POLL_S``. Returns (returncode, timed_out, cancelled, seconds).
-    """
-    timed_out = cancelled = False
-    while True:
-        remaining = timeout_s - (time.monotonic() - began)
-        if remaining <= 0:
-            timed_out = True
-        elif should_cancel():
-            cancelled = True
-        if timed_out or cancelled:
-            _kill_group(process)
-            break
-        try:
-            process.wait(timeout=min(POLL_S, remaining))
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    returncode = process.wait()
-    return returncode, timed_out, cancelled, time.monotonic() - began
 
 
 def _prepare(
@@ -344,12 +326,22 @@ def start_isolated(
     """
     argv, view, isolation = _prepare(command, cwd, run_dir, log_path, options)
     env = dict(env or clean_environment(run_dir))
+    limits = narrowed(limits, options.ceiling)
+    group, tree = _tree(options, limits)
+    watch = Watch(group, limits, run_dir.resolve())
     began = time.monotonic()
     where = cwd if view is None else Path("/")  # bubblewrap changes directory itself
-    process = _spawn(
-        command, argv, view, log_path, limits, env, where, stdin=stdin, pass_fds=pass_fds
-    )
-    return Running(process, isolation, log_path, began)
+    try:
+        process = _spawn(
+            command, argv, view, log_path, limits, env, where,
+            stdin=stdin, pass_fds=pass_fds, group=group,
+        )  # fmt: skip
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
+    watch.start(process)
+    return Running(process, f"{isolation}; {tree}", log_path, began, limits, group, watch)
 
 
 def wait_isolated(
@@ -361,7 +353,12 @@ def wait_isolated(
     """Wait for a started command, at most ``timeout_s`` seconds from now (then its tree is
     killed), and say how it ended."""
     began = time.monotonic()
-    returncode, timed_out, cancelled, _ = _wait(running.process, began, timeout_s, should_cancel)
+    returncode, timed_out, cancelled = wait_for(running.process, began, timeout_s, should_cancel)
+    watched, counted, strays = _end_tree(running)
+    hits = hits_of(watched, timed_out, counted, returncode, running.limits)
+    if hits or strays:  # in the log too, where its output stops
+        with _open_log(running.log_path) as log:
+            log.write(log_lines(hits, strays).encode())
     interrupted = timed_out or cancelled
     return SandboxResult(
         None if interrupted else returncode,
@@ -370,31 +367,34 @@ def wait_isolated(
         time.monotonic() - running.began,
         running.isolation,
         running.log_path,
+        hits,
+        strays,
     )
 
 
 def stop_isolated(running: Running) -> None:
     """Kill a started command's whole tree now (safe to call after it ended)."""
     if running.process.poll() is None:
-        _kill_group(running.process)
+        kill_group(running.process)
     running.process.wait()
+    _end_tree(running)
     if running.process.stdin is not None:
         with contextlib.suppress(OSError):
             running.process.stdin.close()
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole process group, then SIGKILL what is left after a grace period.
-
-    Inside bubblewrap the target is in its own pid namespace: when bubblewrap dies the kernel
-    kills every process in that namespace, including ones that left the process group.
-    """
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # stragglers that ignored SIGTERM
+def _end_tree(running: Running) -> tuple[LimitHit | None, Usage | None, int]:
+    """Once the command ended: stop watching, read its cgroup's counters, kill what is still in
+    it (a daemon that left the process group) and remove it. Returns the watch's hit, the
+    counters and how many processes were left (safe to call twice)."""
+    watched = None
+    if running.watch is not None:
+        running.watch.stop()
+        watched = running.watch.final()
+    group = running.group
+    if group is None:
+        return watched, None, 0
+    counted = group.usage()
+    strays = group.kill_all()
+    group.remove()
+    return watched, counted, strays

@@ -5,6 +5,9 @@ A sandboxed process writes into its run folder as the sandbox user, so the folde
 its own lease (the sandbox could remove it): the lease is a file beside it, ``<folder>.lease``,
 held with ``flock`` for the folder's life; the kernel drops it when the holder dies, however it
 dies.
+
+As root, the launcher hands a run dir over to the sandbox user before each command
+(``hand_over``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,3 +91,21 @@ def _orphaned(path: Path) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def hand_over(paths: Sequence[Path], keep: Sequence[Path], uid: int) -> None:
+    """Give the writable trees to the sandbox user ``uid`` (as root); ``keep`` stays the
+    service's.
+
+    Never follows a symlink: the tree may hold links a previous target run planted.
+    """
+    kept = {p.resolve() for p in keep}
+    for top in paths:
+        for folder, dirs, files in os.walk(top, followlinks=False):
+            for name in [".", *dirs, *files]:
+                path = Path(folder) / name if name != "." else Path(folder)
+                if path in kept:
+                    continue
+                info = path.lstat()
+                if info.st_uid != uid:
+                    os.chown(path, uid, uid, follow_symlinks=False)

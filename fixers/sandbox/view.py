@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fixers.sandbox.cgroups import CGROUP_ROOT
+from fixers.sandbox.limits import Limits
+
 SANDBOX_UID = 65534  # "nobody": the kernel applies RLIMIT_NPROC to every user but root
 SYSTEM_DIRS = ("/usr",)
 MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -58,6 +61,8 @@ class SandboxOptions:
     readonly: tuple[Path, ...] = ()  # extra read-only paths (the repository an import probe reads)
     gpu_devices: bool = True  # expose /dev/nvidia* (and /sys, read-only) when present
     system_root: Path | None = None  # a container image's root filesystem instead of the host's
+    cgroup_root: Path = CGROUP_ROOT  # where each command's cgroup is made (under this process's)
+    ceiling: Limits | None = None  # the most any command may use (the operator's settings)
 
 
 STRICT = SandboxOptions()  # the default everywhere: no unconfined fallback, GPU nodes if present

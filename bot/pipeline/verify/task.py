@@ -40,10 +40,10 @@ from bot.queue import names as task_names
 from bot.queue.celery_app import app
 from bot.queue.starts import start_announce_verification
 from bot.runner.pr_summary import STATUS_CONTEXT, where_it_ran
-from bot.runner.sandbox import sandbox_options
+from bot.runner.sandbox import sandbox_limits, sandbox_options
 from bot.runner.verification import VerificationOutcome, VerificationPlan, discard, verify
 from bot.runner.workdirs import leased
-from fixers.sandbox import Limits, SandboxUnavailable
+from fixers.sandbox import SandboxUnavailable
 
 LOG_CHARS = 200_000
 logger = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ def _run_claimed(
         finish(state=VerificationState.ERROR, reason=ran)
         return
     outcome, log = ran
-    state, reason = _conclusion(settings, plan, outcome)
+    state, reason = _conclusion(plan, outcome)
     finish(
         state=state,
         verdict=outcome.verdict,
@@ -251,7 +251,7 @@ def _verify_in_run_dir(
             outcome = verify(
                 plan,
                 run_dir=run_dir,
-                limits=Limits(timeout_s=settings.verify_timeout_s),
+                limits=sandbox_limits(settings, settings.verify_timeout_s),
                 reruns=settings.verify_reruns,
                 should_cancel=should_cancel,
                 sandbox=sandbox_options(settings),
@@ -270,13 +270,13 @@ def _verify_in_run_dir(
 
 
 def _conclusion(
-    settings: Settings, plan: VerificationPlan, outcome: VerificationOutcome
+    plan: VerificationPlan, outcome: VerificationOutcome
 ) -> tuple[VerificationState, str]:
     """The verification's final state and reason."""
     if outcome.cancelled:
         return VerificationState.CANCELLED, "cancelled: the test process group was killed"
-    if outcome.timed_out:
-        return VerificationState.ERROR, f"timed out after {settings.verify_timeout_s:.0f} s"
+    if outcome.limit is not None:  # the timeout among them
+        return VerificationState.ERROR, outcome.limit_reason()
     if outcome.verdict is None:
         return VerificationState.ERROR, "; ".join(outcome.problems) or "no verdict"
     return (

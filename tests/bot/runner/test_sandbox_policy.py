@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from bot.runner.pr_summary import comment_body
-from bot.runner.sandbox import sandbox_options
+from bot.runner.sandbox import sandbox_limits, sandbox_note, sandbox_options, sandbox_state
 from bot.runner.verification import VerificationPlan, verify
-from fixers.sandbox import Limits, SandboxUnavailable
+from fixers.sandbox import CGROUP_ROOT, Limits, SandboxUnavailable
 from tests.bot.runner.conftest import OPS_FIXED, TinyRepo
 from tests.conftest import make_settings
 
@@ -140,3 +140,46 @@ def test_an_allowed_unsandboxed_verification_says_so_in_the_pr_comment(
         isolation=results["isolation"],
     )
     assert "isolation: NOT SANDBOXED (bwrap is not installed" in body
+
+
+def test_the_settings_bound_every_command_and_name_the_cgroup_root(tmp_path: Path) -> None:
+    settings = make_settings(
+        tmp_path / "data",
+        sandbox_memory_bytes=512 << 20,
+        sandbox_processes=64,
+        sandbox_cpus=1.5,
+        sandbox_cpu_seconds=90,
+        sandbox_disk_bytes=1 << 30,
+        sandbox_cgroup_root=tmp_path / "cgroups",
+    )
+    limits = sandbox_limits(settings, 42.0)
+    assert (limits.timeout_s, limits.max_memory_bytes, limits.max_processes) == (
+        42.0,
+        512 << 20,
+        64,
+    )
+    assert (limits.cpus, limits.max_cpu_s, limits.max_disk_bytes) == (1.5, 90, 1 << 30)
+    options = sandbox_options(settings)
+    assert options.cgroup_root == tmp_path / "cgroups"
+    assert options.ceiling == sandbox_limits(settings, Limits.timeout_s)
+
+
+def test_bad_limits_are_refused_with_the_variable_named(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="sandbox_processes"):
+        make_settings(tmp_path / "data", sandbox_processes=0)
+    with pytest.raises(ValidationError, match="sandbox_memory_bytes"):
+        make_settings(tmp_path / "data", sandbox_memory_bytes=1024)
+
+
+def test_the_state_says_where_cgroups_bound_the_tree_or_why_not(tmp_path: Path) -> None:
+    here = sandbox_state(make_settings(tmp_path / "data"))
+    assert here == {
+        "sandbox": "bubblewrap",
+        "tree_limits": f"a cgroup per command under {CGROUP_ROOT}",
+    }
+    missing = make_settings(tmp_path / "data", sandbox_cgroup_root=tmp_path / "none")
+    state = sandbox_state(missing)
+    assert state["tree_limits"] == (
+        f"per-process rlimits only: {tmp_path / 'none'} does not exist (no cgroup filesystem there)"
+    )
+    assert sandbox_note(missing) == (f"sandbox: bubblewrap; tree limits: {state['tree_limits']}")

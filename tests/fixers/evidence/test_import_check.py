@@ -17,7 +17,15 @@ from fixers.evidence.import_check import (
     probe_request,
     start_server,
 )
-from fixers.sandbox import Limits, sandbox_problem, start_isolated, stop_isolated
+from fixers.sandbox import (
+    CGROUP_ROOT,
+    Limits,
+    SandboxOptions,
+    sandbox_problem,
+    start_isolated,
+    stop_isolated,
+    tree_limits_problem,
+)
 from fixers.sweep.outcome import FileChange
 
 needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
@@ -139,3 +147,28 @@ def test_a_relative_root_is_checked_as_from_its_own_folder(
     change = FileChange("shapes/user.py", "shapes.user", text, text, [], [])
     answers = check_imports(Path("proj"), [change], preload=())
     assert answers["shapes/user.py"] == ("ok", "")
+
+
+FORK_BOMB = (
+    "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+)
+
+
+def test_a_module_whose_import_is_a_fork_bomb_is_unverified_naming_the_limit(
+    tmp_path: Path,
+) -> None:
+    """Its import runs in the import server's cgroup: stopped at the process limit of the
+    service's settings (the ceiling), and the module is blamed with that limit."""
+    assert tree_limits_problem(CGROUP_ROOT) is None  # never a fork bomb without the limit
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "bomb.py").write_text("")
+    change = FileChange("pkg/bomb.py", "pkg.bomb", "", FORK_BOMB, ["x"], ["A"])
+    ceiling = Limits(max_processes=64, cpus=0.5, max_memory_bytes=512 << 20)
+    began = time.monotonic()
+    answers = check_imports(repo, [change], sandbox=SandboxOptions(ceiling=ceiling), preload=())
+    status, detail = answers["pkg/bomb.py"]
+    assert status == "unverified", detail
+    assert detail.startswith("its import ended the import server: sandbox limit hit (processes)")
+    assert time.monotonic() - began < 60  # long before the module's own timeout

@@ -6,7 +6,7 @@ path in ``CONFIG_PATH`` below). CONFIG (JSON) names what to attack: ``parent_pid
 process, whose environment holds ``secret``), ``data_files`` (a SQLite file, an env file),
 ``outside`` (a host path outside the run dir), ``git_hook`` (a hook in the target's ``.git``),
 ``port`` (a TCP port the test listens on, on the host's loopback), ``shm`` (a secret file in
-the host's ``/dev/shm``), ``forks`` and ``allocate_gib``; ``results`` is where to write what
+the host's ``/dev/shm``), ``forks``, ``allocate_gib`` and ``touch_mib``; ``results`` is where to write what
 happened (``true`` = it worked). A write that works may have landed in the sandbox's private
 ``/tmp`` or ``/dev/shm``: the test judges writes by what reached the host. With ``control`` set it skips what would harm the host (remount,
 forks, allocation): that run shows the probes do detect an escape when nothing confines them.
@@ -136,15 +136,22 @@ def fork_bomb(config: dict[str, object]) -> bool:
 
 
 def allocate(config: dict[str, object]) -> bool:
-    """An ``allocate_gib`` GiB anonymous mapping (never touched, so it costs nothing if it works)."""
+    """An ``allocate_gib`` GiB anonymous mapping whose first ``touch_mib`` MiB are written, in a
+    child of its own: refused at once per process (address space), or the child is killed at the
+    tree's memory limit (a cgroup). Never more than ``touch_mib``: harmless if nothing stops it."""
     if config.get("control"):
         return False
-    try:
-        block = mmap.mmap(-1, int(str(config["allocate_gib"])) << 30)
-    except (OSError, MemoryError, OverflowError):
-        return False
-    block.close()
-    return True
+    pid = os.fork()
+    if pid == 0:
+        try:
+            block = mmap.mmap(-1, int(str(config["allocate_gib"])) << 30)
+            for offset in range(0, int(str(config["touch_mib"])) << 20, mmap.PAGESIZE):
+                block[offset] = 1
+        except (OSError, MemoryError, OverflowError):
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 CHECKS: dict[str, Callable[[dict[str, object]], bool]] = {

@@ -19,6 +19,8 @@ from fixers.sandbox import Limits, SandboxOptions, run_isolated
 from fixers.sweep.outcome import FileChange
 
 HOSTILE = Path(__file__).with_name("hostile.py")
+# The service's settings, small: the hostile code's allocation must meet them on this machine.
+LIMITS = Limits(timeout_s=300, max_processes=128, max_memory_bytes=512 << 20)
 
 
 def main() -> None:
@@ -37,7 +39,7 @@ def main() -> None:
         )
         hidden = tuple(Path(p) for p in config["hidden"])
         unconfined = bool(config.get("control"))  # the control: as without bubblewrap, allowed
-        options = SandboxOptions(hidden=hidden, allow_unsandboxed=unconfined)
+        options = SandboxOptions(hidden=hidden, allow_unsandboxed=unconfined, ceiling=LIMITS)
         answer = check_imports(repo, [change], sandbox=options)
         (run_dir / "answer.json").write_text(json.dumps(answer))
         return
@@ -56,7 +58,7 @@ def main() -> None:
         cwd=run_dir,
         run_dir=run_dir,
         log_path=run_dir / "service.log",
-        limits=Limits(timeout_s=300, max_processes=128),
+        limits=LIMITS,
     )
     (run_dir / "isolation.txt").write_text(result.isolation)
 

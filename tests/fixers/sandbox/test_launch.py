@@ -88,8 +88,9 @@ def test_only_the_listed_paths_are_visible(tmp_path: Path) -> None:
 
 
 def test_the_process_limit_counts_the_sandbox_user_not_the_service(tmp_path: Path) -> None:
-    """RLIMIT_NPROC counts per real user: as root it would never apply, as the service's own
-    user it would count the service's processes too. The sandbox user has only its own."""
+    """Without cgroups (the fallback, here a cgroup root that does not exist), RLIMIT_NPROC
+    counts per real user: as root it would never apply, as the service's own user it would
+    count the service's processes too. The sandbox user has only its own."""
     code = (
         "import os, time\n"
         "kids = []\n"
@@ -106,7 +107,8 @@ def test_the_process_limit_counts_the_sandbox_user_not_the_service(tmp_path: Pat
     )
     own = subprocess.run(["ps", "-e", "-o", "user="], capture_output=True, text=True, check=True)
     service_user_processes = own.stdout.split().count("root")
-    returncode, log, _ = _run(tmp_path, code, limits=Limits(timeout_s=120, max_processes=64))
+    limits = Limits(timeout_s=120, max_processes=64)
+    returncode, log, _ = _run(tmp_path, code, limits=limits, options=_no_cgroups(tmp_path))
     assert returncode == 0, log
     forked = int(log.split("FORKED ", 1)[1].split()[0])
     assert 40 <= forked < 64
@@ -114,7 +116,14 @@ def test_the_process_limit_counts_the_sandbox_user_not_the_service(tmp_path: Pat
         assert service_user_processes > 64  # so root's own processes did not count
 
 
-def test_memory_limit_refuses_a_huge_allocation(tmp_path: Path) -> None:
+def _no_cgroups(tmp_path: Path) -> SandboxOptions:
+    """Options whose cgroup root does not exist: the per-process rlimits' fallback."""
+    return SandboxOptions(cgroup_root=tmp_path / "no-cgroups")
+
+
+def test_without_cgroups_memory_limit_refuses_a_huge_allocation(tmp_path: Path) -> None:
+    """Per process, memory is address space: a mapping past it is refused at once (with a
+    cgroup, the tree's pages are counted instead: test_launch_tree_limits.py)."""
     code = (
         "import mmap\n"
         "try:\n"
@@ -123,7 +132,7 @@ def test_memory_limit_refuses_a_huge_allocation(tmp_path: Path) -> None:
         "except OSError as exc:\n"
         "    print('REFUSED', exc)\n"
     )
-    returncode, log, _ = _run(tmp_path, code)  # the default limits
+    returncode, log, _ = _run(tmp_path, code, options=_no_cgroups(tmp_path))  # default limits
     assert returncode == 0, log
     assert "REFUSED" in log and "ALLOCATED" not in log
 
@@ -252,7 +261,10 @@ def test_private_tmpfs_are_sized_and_a_masked_folder_is_empty_and_read_only(
     assert "MASKED []" in log and "MASK 30" in log  # EROFS
 
 
-def test_every_limit_is_set_inside_and_a_spinning_process_is_stopped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cgroups", [False, True], ids=["rlimits-only", "in-a-cgroup"])
+def test_every_limit_is_set_inside_and_a_spinning_process_is_stopped(
+    tmp_path: Path, cgroups: bool
+) -> None:
     limits = Limits(timeout_s=120, max_cpu_s=2, max_processes=100, max_memory_bytes=3 << 30)
     code = (
         "import resource\n"
@@ -261,17 +273,32 @@ def test_every_limit_is_set_inside_and_a_spinning_process_is_stopped(tmp_path: P
         "while True:\n"
         "    pass\n"
     )
-    returncode, log, _ = _run(tmp_path, code, limits=limits)
-    assert returncode not in (0, None)  # SIGXCPU, long before the wall-clock timeout
-    assert "RLIMIT_AS (3221225472, 3221225472)" in log
-    assert "RLIMIT_NPROC (100, 100)" in log and "RLIMIT_CPU (2, 2)" in log
+    options = SandboxOptions() if cgroups else _no_cgroups(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = run_isolated(
+        [sys.executable, "-c", code], cwd=run_dir, run_dir=run_dir, log_path=run_dir / "log",
+        limits=limits, options=options,
+    )  # fmt: skip
+    log = (run_dir / "log").read_text()
+    assert result.returncode not in (0, None)  # long before the wall-clock timeout
+    assert result.limit == "cpu", result.hits  # SIGXCPU, or the tree's CPU time
+    assert "RLIMIT_CPU (2, 3)" in log  # soft first: SIGXCPU names it, SIGKILL a second later
+    if cgroups:  # the cgroup holds memory and processes for the whole tree: inherited as is
+        assert f"RLIMIT_AS {resource.getrlimit(resource.RLIMIT_AS)}" in log
+        assert f"RLIMIT_NPROC {resource.getrlimit(resource.RLIMIT_NPROC)}" in log
+        assert "whole tree in a cgroup" in result.isolation
+    else:
+        assert "RLIMIT_AS (3221225472, 3221225472)" in log
+        assert "RLIMIT_NPROC (100, 100)" in log
+        assert "per-process rlimits" in result.isolation
     assert f"RLIMIT_FSIZE ({limits.max_file_bytes}, {limits.max_file_bytes})" in log
     assert "RLIMIT_CORE (0, 0)" in log
 
 
 def test_with_gpu_devices_memory_is_capped_as_data_not_address_space() -> None:
-    cpu = dict(rlimit_table(Limits(), gpu=False))
-    gpu = dict(rlimit_table(Limits(), gpu=True))
+    cpu = {which for which, _, _ in rlimit_table(Limits(), gpu=False)}
+    gpu = {which for which, _, _ in rlimit_table(Limits(), gpu=True)}
     assert resource.RLIMIT_AS in cpu and resource.RLIMIT_DATA not in cpu
     assert resource.RLIMIT_DATA in gpu and resource.RLIMIT_AS not in gpu
 

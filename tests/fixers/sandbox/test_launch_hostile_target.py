@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-SERVICE = Path(__file__).with_name("service.py")
+from tests.fixers.sandbox.test_launch_tree_limits import groups_of, remove_groups
+
+SERVICE = Path(__file__).with_name("service.py")  # its limits: memory 512 MiB, 128 processes
 SECRET = f"repairbot-secret-{uuid.uuid4().hex}"
 # Judged by what reached the host: inside, a write may land in the private /tmp or /dev/shm.
 WRITES = {"write_outside", "write_home", "write_git_hook", "shm_write"}
@@ -70,6 +72,7 @@ def _config(tmp_path: Path, run_dir: Path, port: int, **more: object) -> dict[st
         "shm": _shm_secret(),
         "forks": 300,
         "allocate_gib": 20,
+        "touch_mib": 1024,  # past service.py's memory limit (512 MiB), never past this
         "results": str(run_dir / "results.json"),
         **more,
         "repo": str(repo),
@@ -207,16 +210,19 @@ def _wait_until(condition: object, timeout_s: float) -> bool:
 
 
 def test_target_processes_die_with_the_service(tmp_path: Path) -> None:
-    """Row 13: an import probe survived its parent's kill -9. Nothing sandboxed may."""
+    """Row 13: an import probe survived its parent's kill -9. Nothing sandboxed may: the
+    killed service's cgroup is left empty (the next service removes it, once it is old)."""
     marker = f"hostile-sleeper-{uuid.uuid4().hex}"
     run_dir = tmp_path / "run"
     service = _serve("sleep", run_dir, {"marker": marker})
     try:
         assert _wait_until(lambda: (run_dir / "up").exists(), 120)
         assert _processes_with(marker)  # the sleeper runs (so the check below can fail)
+        assert groups_of(service.pid)  # in a cgroup of its own
         os.kill(service.pid, signal.SIGKILL)
         service.wait()
         assert _wait_until(lambda: not _processes_with(marker), 30), _processes_with(marker)
     finally:
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+        assert remove_groups(groups_of(service.pid)) == []  # nothing was left in it
