@@ -7,12 +7,22 @@ import re
 from functools import cache
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from fixers.repo.input_rules import safe_name_problem
 
 COMMAND_PREFIX = re.compile(r"/[a-z0-9][a-z0-9-]{0,31}")
 PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "secret", "dev-webhook-secret", "dev-ci-token"}
 )
+
+
+def check_webhook_token(environment: str, token: SecretStr | None, variable: str) -> None:
+    """Refuse a placeholder webhook ``token`` outside development (unset is allowed: the route
+    then answers 503)."""
+    weak = token is not None and looks_like_placeholder(token.get_secret_value())
+    if environment != "development" and weak:
+        raise ValueError(f"set a real {variable} outside development (at least 16 characters)")
 
 
 def looks_like_placeholder(secret: str) -> bool:

@@ -111,7 +111,9 @@ def drop_all_tables(url: str) -> None:
 
     from bot.db.schema import METADATA
 
-    tables = ", ".join([table.name for table in METADATA.sorted_tables] + ["alembic_version"])
+    # The search table migration 0015 makes on PostgreSQL is outside the models (env.UNMODELLED).
+    made_by_migrations = ["fixes_search", "alembic_version"]
+    tables = ", ".join([table.name for table in METADATA.sorted_tables] + made_by_migrations)
     engine = create_engine(url)
     with engine.begin() as connection:
         connection.execute(text(f"DROP TABLE IF EXISTS {tables} CASCADE"))

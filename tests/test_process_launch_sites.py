@@ -30,6 +30,10 @@ ALLOWED = {
         "bot/forges/github/mirror.py",
         "_git",
     ): "git fetch/push of our mirrors; runs no repository code",
+    ("bot/forges/gitlab/remote.py", "_git"): (
+        "git fetch/push of our GitLab mirrors (the GitHub mirror's, with a token header); runs "
+        "no repository code"
+    ),
     ("fixers/repo/files.py", "_git_files"): "`git ls-files`: lists tracked files, runs nothing",
     ("fixers/check/base_tree.py", "_git"): (
         "git plumbing for `repairbot check`'s base: refs, and a base's *.py checked out into a "

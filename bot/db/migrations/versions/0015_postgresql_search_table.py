@@ -51,7 +51,7 @@ def upgrade() -> None:
         "REFERENCES fixes (id) ON DELETE CASCADE, text text NOT NULL)"
     )
     op.execute(
-        "CREATE FUNCTION fixes_search_keep() RETURNS trigger AS $$ BEGIN "
+        "CREATE OR REPLACE FUNCTION fixes_search_keep() RETURNS trigger AS $$ BEGIN "
         f"INSERT INTO fixes_search (id, text) VALUES (NEW.id, lower({_searched('NEW')})) "
         "ON CONFLICT (id) DO UPDATE SET text = EXCLUDED.text; "
         "RETURN NULL; END $$ LANGUAGE plpgsql"
