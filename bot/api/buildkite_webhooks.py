@@ -27,9 +27,9 @@ from bot.intake.buildkite_auth import (
     parse_signature,
     replay_problem,
     signature_matches,
-    token_matches,
 )
 from bot.intake.deliveries import GitHubDelivery
+from bot.intake.webhook_auth import token_matches
 
 router = APIRouter()
 

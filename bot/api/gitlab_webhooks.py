@@ -12,7 +12,6 @@ delivery), else ``X-Gitlab-Event-UUID``, else a digest of the body: a redelivery
 from __future__ import annotations
 
 import hashlib
-import hmac
 
 from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import JSONResponse
@@ -22,6 +21,7 @@ from bot.api.group_write import committed
 from bot.api.webhooks import MAX_DELIVERY_ID, MAX_EVENT, STORE_DELIVERIES, parse_payload
 from bot.config import Settings
 from bot.intake.deliveries import GitHubDelivery
+from bot.intake.webhook_auth import token_matches
 
 router = APIRouter()
 
@@ -36,13 +36,6 @@ _HEADERS_DOC = {
         )
     ]
 }
-
-
-def token_matches(expected: str, given: str | None) -> bool:
-    """Whether ``given`` is the webhook's secret token (compared in constant time)."""
-    if given is None:
-        return False
-    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogateescape"))
 
 
 def delivery_id(headers: dict[str, str], body: bytes) -> str:

@@ -62,10 +62,3 @@ def replay_problem(signature: Signature, *, now: float, max_age_s: float) -> str
 def signature_matches(secret: bytes, signature: Signature, body: bytes) -> bool:
     """Whether ``signature`` was made with ``secret`` over ``body`` (constant time)."""
     return hmac.compare_digest(digest(secret, signature.timestamp, body), signature.digest)
-
-
-def token_matches(expected: str, given: str | None) -> bool:
-    """Whether ``given`` is the webhook's token (constant time, whatever bytes it holds)."""
-    if given is None:
-        return False
-    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogateescape"))

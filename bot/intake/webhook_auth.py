@@ -1,4 +1,5 @@
-"""``X-Hub-Signature-256``: HMAC-SHA256 of the raw body, compared in constant time."""
+"""``X-Hub-Signature-256``: HMAC-SHA256 of the raw body, compared in constant time; and the plain
+shared tokens other CIs send (GitLab's ``X-Gitlab-Token``, Buildkite's ``X-Buildkite-Token``)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,10 @@ def could_be_valid(header: str | None) -> bool:
     """Whether ``header`` has a signature's shape (``sha256=`` and 64 hex digits): one that
     cannot match any body is refused before the body is read."""
     return header is not None and _WELL_FORMED.fullmatch(header.strip()) is not None
+
+
+def token_matches(expected: str, given: str | None) -> bool:
+    """Whether ``given`` is the webhook's token (constant time, whatever bytes it holds)."""
+    if given is None:
+        return False
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogateescape"))

@@ -9,9 +9,10 @@ import json
 import pytest
 from sqlalchemy import select
 
-from bot.api.gitlab_webhooks import delivery_id, token_matches
+from bot.api.gitlab_webhooks import delivery_id
 from bot.db.models import Delivery
 from bot.db.session import session_scope
+from bot.intake.webhook_auth import token_matches
 from tests.fakes.gitlab.deliveries import WEBHOOK_TOKEN, post_hook
 
 HOOK = {"object_kind": "pipeline", "object_attributes": {"id": 1}, "builds": []}

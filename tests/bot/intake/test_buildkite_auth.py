@@ -14,8 +14,8 @@ from bot.intake.buildkite_auth import (
     replay_problem,
     sign,
     signature_matches,
-    token_matches,
 )
+from bot.intake.webhook_auth import token_matches
 
 SECRET = b"buildkite-webhook-token-for-tests-0123"
 BODY = b'{"event":"job.finished","job":{"id":"0190"}}'
