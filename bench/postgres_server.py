@@ -10,6 +10,7 @@ handed to it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -118,8 +119,6 @@ class PrivatePostgres:
 
     def remove(self) -> None:
         """Stop the server if it runs and delete its folder."""
-        try:
+        with contextlib.suppress(RuntimeError):  # it was not running
             self.stop("immediate")
-        except RuntimeError:
-            pass  # it was not running
         shutil.rmtree(self.root, ignore_errors=True)
