@@ -149,6 +149,22 @@ def test_a_rewritten_history_reads_the_plain_diff(repo, bot):
     assert human_diff(repo, bot, rebased) == git(repo, "diff", "--no-color", bot, rebased) != ""
 
 
+def test_tips_of_two_branches_merged_in_read_the_plain_diff(repo, bot):
+    """The base and another branch merged in: no one tip holds the other, so what the head
+    would be untouched is not one clean merge; the plain diff is read, as an edit."""
+    git(repo, "branch", "side", "main")
+    _base_moves(repo, 1)
+    git(repo, "checkout", "--quiet", "side")
+    (repo / "side.py").write_text("S = 1\n")
+    commit_all(repo, "a side branch")
+    git(repo, "checkout", "--quiet", "fix")
+    _update_branch(repo)
+    git(repo, "merge", "--quiet", "--no-ff", "--no-edit", "side")
+    merged = resolve_commit(repo, "HEAD")
+    assert untouched_tree(repo, bot, merged) is None
+    assert "+S = 1" in human_diff(repo, bot, merged)
+
+
 def test_a_long_history_after_the_bots_head_reads_the_plain_diff(repo, bot, monkeypatch):
     # Building MAX_PATH_COMMITS real commits costs seconds; the bound is lowered to one.
     monkeypatch.setattr("bot.pipeline.human_edits.MAX_PATH_COMMITS", 1)
