@@ -167,8 +167,11 @@ def drain(db_url: str, timeout_s: float = DRAIN_TIMEOUT_S) -> float:
     return time.monotonic() - began
 
 
-def run_chaos(minutes: float, repos: int, prs: int, faults: list[str]) -> Result:
-    """Start everything, send traffic through the faults, drain, count; stop everything."""
+def run_chaos(
+    minutes: float, repos: int, prs: int, faults: list[str], *, keep_database: bool = False
+) -> Result:
+    """Start everything, send traffic through the faults, drain, count; stop everything
+    (``keep_database``: PostgreSQL's folder stays, stopped, for a look afterwards)."""
     root = Path(tempfile.mkdtemp(prefix="repairbot-chaos-"))
     postgres = PrivatePostgres().start()
     db_url = postgres.create_database("repairbot")
@@ -199,7 +202,7 @@ def run_chaos(minutes: float, repos: int, prs: int, faults: list[str]) -> Result
             rows = count_all(connection, github, targets, ledger)
         engine.dispose()
     finally:
-        stack.stop()
+        stack.stop(keep_database=keep_database)
         github_server.shutdown()
     first = began + seconds * 0.25 if faults else ended
     return Result(rows, done, ledger, first, ended, drained_s, root)
@@ -233,6 +236,10 @@ def report(result: Result) -> None:
         table.add_row(row.kind, *(str(v) for v in (row.expected, row.effects, row.lost,
                                                     row.duplicated, row.unfinished)))  # fmt: skip
     console.print(table)
+    for row in result.rows:
+        if row.lost or row.duplicated:
+            for example in row.examples[:5]:
+                console.print(f"  {row.kind}: {example}")
     ledger = result.ledger
     console.print(
         f"forged signatures: {ledger.forged} sent, {ledger.forged_accepted} accepted; "
@@ -257,13 +264,18 @@ def main() -> None:
     parser.add_argument("--repos", type=int, default=6)
     parser.add_argument("--prs", type=int, default=3)
     parser.add_argument("--faults", default="all", help=f"all, or some of {','.join(FAULTS)}")
+    parser.add_argument(
+        "--keep-database", action="store_true", help="leave PostgreSQL's folder (stopped)"
+    )
     args = parser.parse_args()
     faults = list(FAULTS) if args.faults == "all" else args.faults.split(",")
     unknown = set(faults) - set(FAULTS)
     if unknown:
         parser.error(f"unknown faults: {', '.join(sorted(unknown))}")
     try:
-        result = run_chaos(args.minutes, args.repos, args.prs, faults)
+        result = run_chaos(
+            args.minutes, args.repos, args.prs, faults, keep_database=args.keep_database
+        )
     except subprocess.CalledProcessError as exc:
         raise SystemExit(f"setting up failed: {exc}") from exc
     report(result)

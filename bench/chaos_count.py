@@ -36,6 +36,12 @@ class Row:
     lost: int
     duplicated: int
     unfinished: int = 0
+    examples: tuple[str, ...] = ()  # what is lost or duplicated, for the report
+
+
+def _odd(counts: Counter[str]) -> tuple[str, ...]:
+    """The keys whose count is not exactly one, with their counts."""
+    return tuple(f"{key}: {n}" for key, n in sorted(counts.items()) if n != 1)
 
 
 def _extra(counts: Counter[str] | Counter[tuple[str, int]]) -> int:
@@ -110,7 +116,10 @@ def notices(github: FakeGitHub, targets: list[Target], ledger: Ledger) -> Row:
         }
     )
     lost = sum(1 for count in per_pr.values() if count == 0)
-    return Row("notices per affected PR", len(affected), sum(per_pr.values()), lost, _extra(per_pr))
+    return Row(
+        "notices per affected PR", len(affected), sum(per_pr.values()), lost, _extra(per_pr),
+        examples=_odd(per_pr),
+    )  # fmt: skip
 
 
 def reruns(github: FakeGitHub, targets: list[Target], ledger: Ledger) -> Row:
@@ -125,7 +134,7 @@ def reruns(github: FakeGitHub, targets: list[Target], ledger: Ledger) -> Row:
     )
     lost = sum(1 for count in per_pr.values() if count == 0)
     return Row("re-run commands after a merge", len(affected), sum(per_pr.values()), lost,
-               _extra(per_pr))  # fmt: skip
+               _extra(per_pr), examples=_odd(per_pr))  # fmt: skip
 
 
 def statuses(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
@@ -137,10 +146,13 @@ def statuses(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
             for status in repo.statuses:
                 key = (name, str(status["sha"]), str(status["context"]))
                 posted.setdefault(key, []).append((status["state"], status["description"]))
-    repeated = sum(
-        sum(1 for before, after in itertools.pairwise(states) if before == after)
-        for states in posted.values()
-    )
+    repeats = {
+        f"{repository} {sha[:12]} {context}: {[state for state, _ in states]}": sum(
+            1 for before, after in itertools.pairwise(states) if before == after
+        )
+        for (repository, sha, context), states in posted.items()
+    }
+    repeated = sum(repeats.values())
     decided = {
         (repository, head): state
         for repository, head, state in db.execute(
@@ -153,7 +165,11 @@ def statuses(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
         states = posted.get((repository, head, CHECK_CONTEXT), [])
         last = states[-1][0] if states else None
         wrong += last is None or last != _status_of(decided.get((repository, head), ""))
-    return Row("statuses per head and context", len(checked), len(posted), wrong, repeated)
+    examples = tuple(what for what, n in repeats.items() if n)
+    return Row(
+        "statuses per head and context", len(checked), len(posted), wrong, repeated,
+        examples=examples,
+    )  # fmt: skip
 
 
 def _status_of(check_state: str) -> str:
@@ -166,12 +182,15 @@ def commands(github: FakeGitHub, ledger: Ledger) -> Row:
     GitHub itself); a stranger gets at most one reply per PR (the reply budget's hour)."""
     lost = extra = effects = 0
     stranger_replies: Counter[str] = Counter()
+    odd: list[str] = []
     for command in ledger.commands:
         marker = comment_marker(reply_key(command.repository, command.comment_id))
         replies = sum(
             marker in body for body in _bot_comments(github, command.repository, command.number)
         )
         effects += replies
+        if replies != 1:
+            odd.append(f"{command.login} on {command.repository}#{command.number}: {replies}")
         if command.login == MAINTAINER:
             lost += replies == 0
             extra += max(0, replies - 1)
@@ -179,7 +198,7 @@ def commands(github: FakeGitHub, ledger: Ledger) -> Row:
             stranger_replies[f"{command.repository}#{command.number}"] += replies
     return Row(
         "replies per /bot command", len(ledger.commands), effects, lost,
-        extra + _extra(stranger_replies),
+        extra + _extra(stranger_replies), examples=tuple(odd),
     )  # fmt: skip
 
 

@@ -140,8 +140,9 @@ class ChaosStack:
                 codes[url] = 0
         return codes
 
-    def stop(self) -> None:
-        """Stop workers and replicas, then Redis and PostgreSQL."""
+    def stop(self, *, keep_database: bool = False) -> None:
+        """Stop workers and replicas, then Redis and PostgreSQL (its folder removed unless
+        ``keep_database``)."""
         for process in self.workers:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGCONT)
@@ -155,4 +156,8 @@ class ChaosStack:
             if api.poll() is None:
                 stop(api)
         self.redis.terminate()
-        self.postgres.remove()
+        if keep_database:
+            self.postgres.stop()
+            print(f"PostgreSQL's folder kept: {self.postgres.data}")
+        else:
+            self.postgres.remove()

@@ -46,16 +46,16 @@ _GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retr
 
 
 @app.task(name=task_names.PR_NOTICE, base=RepairbotTask, bind=True)
-def pr_notice(self: RepairbotTask, notice_id: int) -> None:
-    """Post or update notice ``notice_id`` on its PR."""
-    sync_notice(self.settings, notice_id)
+def pr_notice(self: RepairbotTask, notice_id: int) -> str:
+    """Post or update notice ``notice_id`` on its PR; what happened (the worker logs it)."""
+    return sync_notice(self.settings, notice_id)
 
 
 @app.task(name=task_names.PR_NOTICES_REFRESH, base=RepairbotTask, bind=True)
-def pr_notices_refresh(self: RepairbotTask, fix_id: int) -> None:
+def pr_notices_refresh(self: RepairbotTask, fix_id: int) -> list[str]:
     """Fix ``fix_id`` changed: update each of its notices (and post re-run commands once it
-    merged)."""
-    refresh_notices(self.settings, fix_id)
+    merged); what happened to each (the worker logs it)."""
+    return refresh_notices(self.settings, fix_id)
 
 
 def notice_key(notice: PrNotice) -> str:
