@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.chaos_count import RERUN_COMMAND, Row, count_all
 from bench.chaos_stack import ChaosStack
-from bench.chaos_traffic import MAINTAINER, STRANGER, Ledger, Sender, Target, sending, traffic
+from bench.chaos_traffic import MAINTAINER, Ledger, Sender, Target, sending, traffic
 from bench.harness import bench_parser, percentile_ms
 from bench.postgres_server import PrivatePostgres
 from bench.service import free_port
@@ -119,7 +119,7 @@ def publish_targets(github: FakeGitHub, root: Path, repos: int, prs: int) -> lis
         git(source, "checkout", "--quiet", "main")
         name = f"acme/trt-{index}"
         repo = github.create_repo(name, source)
-        repo.permissions.update({MAINTAINER: "write", STRANGER: "read"})
+        repo.permissions[MAINTAINER] = "write"  # the stranger has no standing
         numbers = [
             github.open_pull(name, head=f"dev/pr-{pr}", title=f"[None][feat] {pr}")
             for pr in range(prs)
