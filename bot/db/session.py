@@ -20,6 +20,13 @@ transaction; says what it did."""
 CHECKPOINT_BYTES = 4 << 20
 # An execution option: sessions made with it only read (``read_scope``).
 READ_ONLY = "repairbot_read_only"
+# PostgreSQL: how long a request waits for a pooled connection when all 30 are checked out (30 s
+# by default), which a server that stopped answering can cause; the request then answers 503.
+POOL_TIMEOUT_S = 10
+# TCP keepalives: a connection to a server that vanished (no reset: a crashed host, a dropped
+# route) fails after about 20 s of silence instead of the operating system's two hours.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+              "keepalives_count": 2}  # fmt: skip
 
 
 @cache
@@ -36,12 +43,16 @@ def engine_for(url: str) -> Engine:
     # that runs in a few. Custom plans always: after five runs of a prepared statement PostgreSQL
     # may keep a generic plan, blind to the parameters, and a search's LIKE pattern decides
     # whether its trigram index or a scan is right (a generic plan scanned: 13 ms, not 2).
+    # pool_pre_ping: after PostgreSQL restarts, a pooled connection is found dead at checkout and
+    # replaced (and a disconnect error invalidates the whole pool), so no restart of ours is needed.
+    # The connect timeout comes in the URL (Settings.resolved_database_url).
     return create_engine(
         url,
         pool_pre_ping=True,
         pool_size=10,
         max_overflow=20,
-        connect_args={"options": "-c jit=off -c plan_cache_mode=force_custom_plan"},
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args={"options": "-c jit=off -c plan_cache_mode=force_custom_plan", **KEEPALIVES},
     )
 
 
