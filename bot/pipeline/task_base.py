@@ -53,13 +53,19 @@ class RepairbotTask(Task):  # type: ignore[misc]
         except NoSlot as exc:
             # The GitHub write budget is spent: come back when a slot frees, and give the
             # worker to other work meanwhile (a sleep here held every repository behind it).
-            raise self.retry(countdown=exc.wait_s, max_retries=None) from exc
+            raise self.retry_without_limit(exc.wait_s) from exc
         except Exception as exc:
             if not database_unreachable(exc):
                 raise
             # PostgreSQL is down or restarting: not this task's fault, and its five quick
             # retries (autoretry_for) may all fall inside one restart. Wait it out.
-            retries = self.request.retries
-            raise self.retry(
-                exc=exc, countdown=min(OUTAGE_RETRY_MAX_S, 2**retries), max_retries=None
-            ) from exc
+            wait_s = min(OUTAGE_RETRY_MAX_S, 2**self.request.retries)
+            raise self.retry_without_limit(wait_s, exc) from exc
+
+    def retry_without_limit(self, countdown: float, exc: Exception | None = None) -> Exception:
+        """The task sent again in ``countdown`` seconds however often it was retried (Celery's
+        ``max_retries=None`` means the task's own limit, not none: one more is allowed here)."""
+        retried: Exception = self.retry(
+            exc=exc, countdown=countdown, max_retries=self.request.retries + 1
+        )
+        return retried
