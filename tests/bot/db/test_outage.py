@@ -15,12 +15,11 @@ from bench.service import free_port
 from bot.db.outage import API_UNAVAILABLE, database_unreachable
 
 
-def _raised(url: str, sql: str = "SELECT 1", **options: object) -> Exception:
-    engine = create_engine(url, **options)  # type: ignore[arg-type]
+def _raised(url: str, sql: str = "SELECT 1") -> Exception:
+    engine = create_engine(url)
     try:
-        with pytest.raises(Exception) as raised:
-            with engine.connect() as connection:
-                connection.execute(text(sql))
+        with pytest.raises(Exception) as raised, engine.connect() as connection:
+            connection.execute(text(sql))
         return raised.value
     finally:
         engine.dispose()
