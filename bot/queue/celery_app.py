@@ -68,6 +68,7 @@ def configure_celery(settings: Settings) -> Celery:
         return app
     app.conf.broker_url = url
     app.conf.broker_transport_options = options
+    BREAKER.reset()  # a pause after failed sends was about the broker before this one
     # Connection and producer pools are bound to the broker they were made for; Celery's own
     # after-fork reset is the supported way to drop them.
     app._after_fork()
