@@ -25,7 +25,8 @@ class OutageSettings(BaseSettings):
     """The Retry-After (seconds) of a 503 answered because the database is unavailable."""
     database_connect_timeout_s: int = Field(default=5, ge=2)
     """PostgreSQL: how long one connection attempt may take (libpq's connect_timeout, added to
-    the database URL unless it names one; libpq's minimum is 2)."""
+    the database URL unless it names one; libpq's minimum is 2). A request waits at most twice
+    this for a pooled connection."""
     broker_connect_timeout_s: float = Field(default=2.0, gt=0)
     """How long connecting to the broker may take: a task's send and the /readyz ping."""
     broker_publish_retries: int = Field(default=1, ge=0)

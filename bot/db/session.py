@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 Reading = Callable[[], AbstractContextManager[Session]]
@@ -22,7 +22,10 @@ CHECKPOINT_BYTES = 4 << 20
 READ_ONLY = "repairbot_read_only"
 # PostgreSQL: how long a request waits for a pooled connection when all 30 are checked out (30 s
 # by default), which a server that stopped answering can cause; the request then answers 503.
-POOL_TIMEOUT_S = 10
+# Twice the URL's connect_timeout (REPAIRBOT_DATABASE_CONNECT_TIMEOUT_S): a wait for a pooled
+# connection should not outlast an attempt to make a new one by much.
+POOL_TIMEOUTS_PER_CONNECT = 2
+DEFAULT_POOL_TIMEOUT_S = 10.0
 # TCP keepalives: a connection to a server that vanished (no reset: a crashed host, a dropped
 # route) fails after about 20 s of silence instead of the operating system's two hours.
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
@@ -51,9 +54,17 @@ def engine_for(url: str) -> Engine:
         pool_pre_ping=True,
         pool_size=10,
         max_overflow=20,
-        pool_timeout=POOL_TIMEOUT_S,
+        pool_timeout=pool_timeout_s(url),
         connect_args={"options": "-c jit=off -c plan_cache_mode=force_custom_plan", **KEEPALIVES},
     )
+
+
+def pool_timeout_s(url: str) -> float:
+    """How long a request waits for a pooled connection of the engine for ``url``."""
+    connect = make_url(url).query.get("connect_timeout")
+    if not isinstance(connect, str) or not connect.isdigit():
+        return DEFAULT_POOL_TIMEOUT_S
+    return POOL_TIMEOUTS_PER_CONNECT * float(connect)
 
 
 def _sqlite_pragmas(connection: Any, _record: object) -> None:
