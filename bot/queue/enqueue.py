@@ -134,6 +134,8 @@ def _send(pending: list[_PendingTask]) -> None:
                     queue=message.queue,
                     producer=producer,
                     countdown=message.countdown,
+                    # Read each time: Celery keeps the policy it saw first (configure_celery).
+                    retry_policy=app.conf.task_publish_retry_policy,
                 )
     except Exception:  # the rows are committed: a broker outage must not fail the request
         BREAKER.failed(len(pending))
