@@ -26,10 +26,12 @@ READ_ONLY = "repairbot_read_only"
 # connection should not outlast an attempt to make a new one by much.
 POOL_TIMEOUTS_PER_CONNECT = 2
 DEFAULT_POOL_TIMEOUT_S = 10.0
-# TCP keepalives: a connection to a server that vanished (no reset: a crashed host, a dropped
-# route) fails after about 20 s of silence instead of the operating system's two hours.
+# A connection to a server that vanished (no reset: a crashed host, a dropped route) fails after
+# about 20 s instead of hanging: keepalives while it is idle (the operating system's default
+# waits two hours), tcp_user_timeout while a statement's bytes go unacknowledged (15 minutes of
+# retransmissions otherwise). A slow query on a live server is not cut: the server acknowledges.
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
-              "keepalives_count": 2}  # fmt: skip
+              "keepalives_count": 2, "tcp_user_timeout": 20_000}  # fmt: skip
 
 
 @cache
