@@ -28,7 +28,7 @@ from bot.api import (
     webhooks,
 )
 from bot.api.body import BodyBudget
-from bot.api.outage import retry_after, unavailable_json
+from bot.api.outage import counted_retry_after, unavailable_json
 from bot.config import Settings, get_settings
 from bot.dashboard.render import page
 from bot.dashboard.routes import install as install_dashboard
@@ -119,7 +119,7 @@ async def _database_unavailable(request: Request, exc: Exception) -> Response:
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
         now=utcnow(),
     )
-    answer.headers.update(retry_after(request.app.state.settings))
+    answer.headers.update(counted_retry_after(request.app.state.settings))
     return answer
 
 

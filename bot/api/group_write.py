@@ -7,7 +7,7 @@ from typing import TypeVar
 from fastapi import HTTPException, status
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.api.outage import retry_after
+from bot.api.outage import counted_retry_after
 from bot.config import Settings
 from bot.db.group_commit import WriteKind, committer_for
 from bot.db.outage import database_unreachable
@@ -31,5 +31,5 @@ async def committed(settings: Settings, kind: WriteKind[ItemT, T], item: ItemT) 
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             f"could not store the request ({type(exc).__name__}); nothing was kept: retry",
-            headers=retry_after(settings),
+            headers=counted_retry_after(settings),
         ) from exc

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from bot.api.deps import get_app_settings
-from bot.api.outage import retry_after
+from bot.api.outage import counted_retry_after
 from bot.config import Settings
 from bot.db.request_scope import get_read_session
 from bot.queue.broker_state import broker_state
@@ -47,7 +47,8 @@ def readyz(
     except Exception as exc:  # down, or not migrated: either way not ready
         reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         body |= {"status": "unavailable", "database": "down", "detail": f"database: {reason}"}
-        return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE, retry_after(settings))
+        headers = counted_retry_after(settings)
+        return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE, headers)
     body |= {
         "status": "degraded" if broker == "down" else "ready",
         "database": "up",

@@ -42,8 +42,9 @@ class _Answers:
 ANSWERED_UNAVAILABLE = _Answers()
 
 
-def retry_after(settings: Settings) -> dict[str, str]:
-    """The headers of a 503 for an unavailable database (and counts it)."""
+def counted_retry_after(settings: Settings) -> dict[str, str]:
+    """The headers of a 503 for an unavailable database; counts the answer
+    (``repairbot_database_unavailable_responses_total``)."""
     ANSWERED_UNAVAILABLE.add()
     return {"Retry-After": str(settings.database_retry_after_s)}
 
@@ -61,7 +62,7 @@ def unavailable_json(request: Request, exc: Exception) -> Response:
     return JSONResponse(
         {"detail": UNAVAILABLE, "database": "down"},
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-        headers=retry_after(settings),
+        headers=counted_retry_after(settings),
     )
 
 
