@@ -134,3 +134,21 @@ def set_branch(repo: Path, branch: str, commit: str) -> None:
 def diff(repo: Path, base: str, head: str) -> str:
     """The unified diff from ``base`` to ``head``."""
     return git(repo, "diff", "--no-color", "--end-of-options", base, head)
+
+
+def merge_tree(repo: Path, ours: str, theirs: str) -> tuple[str, bool]:
+    """The tree git's merge of commits ``ours`` and ``theirs`` has, and whether it was clean
+    (when not, the tree holds the conflict markers).
+
+    Objects only (``merge-tree --write-tree``): no worktree, no index, no hooks. Raises
+    ``GitError`` when git refuses the merge (unrelated histories, a missing commit).
+    """
+    result = run_git(
+        repo, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
+        "--end-of-options", ours, theirs,
+    )  # fmt: skip
+    tree = result.stdout.split(b"\0", 1)[0].decode("ascii", "replace").strip()
+    if result.returncode not in (0, 1) or not tree:
+        reason = result.stderr.decode("utf-8", "replace").strip() or "no tree"
+        raise GitError(f"git merge-tree {ours} {theirs} failed in {repo}: {reason}")
+    return tree, result.returncode == 0

@@ -21,12 +21,12 @@ def reconcile(
     import threading
 
     from bot.config import get_settings
-    from bot.db.migrate import upgrade
+    from bot.db.migrate import upgrade_when_reachable
     from bot.pipeline.reconcile.task import reconcile_once
     from bot.queue.celery_app import configure_celery
 
     settings = get_settings()
-    upgrade(settings.resolved_database_url)
+    upgrade_when_reachable(settings.resolved_database_url)
     configure_celery(settings)
     console = Console(stderr=True, emoji=False)
     stop = threading.Event()

@@ -54,7 +54,7 @@ def serve(
 
     from bot.api.slow_clients import header_deadline_protocol
     from bot.app import create_app
-    from bot.db.migrate import upgrade
+    from bot.db.migrate import upgrade_when_reachable
     from bot.pipeline.embedded import (
         VerificationWorker,
         split_queues,
@@ -65,7 +65,7 @@ def serve(
     from bot.queue.celery_app import configure_tasks
 
     settings = _settings_for(host, port, worker)
-    upgrade(settings.resolved_database_url)
+    upgrade_when_reachable(settings.resolved_database_url)
     configure_tasks(settings)  # tasks run in this process (the embedded worker) read these
     stop = threading.Event()
     embedded = worker and settings.embedded_worker

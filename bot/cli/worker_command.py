@@ -21,14 +21,14 @@ def worker(
 ) -> None:
     """Run a Celery worker against the configured broker and database."""
     from bot.config import get_settings
-    from bot.db.migrate import upgrade
+    from bot.db.migrate import upgrade_when_reachable
     from bot.pipeline.reconcile.cleanup import prune_stale_work
     from bot.queue.celery_app import app as celery_app
     from bot.queue.celery_app import configure_tasks, quiet_root_warning
     from bot.runner.sandbox import sandbox_note
 
     settings = get_settings()
-    upgrade(settings.resolved_database_url)
+    upgrade_when_reachable(settings.resolved_database_url)
     prune_stale_work(settings)  # worktrees a killed worker left on this host; live ones are leased
     configure_tasks(settings)  # the worker's tasks read these settings, on their broker
     root_note = quiet_root_warning()

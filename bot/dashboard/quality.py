@@ -6,8 +6,9 @@ however many fix PRs there are). The definitions, as the page states them:
 
 - **opened**: fix PRs the bot opened (a row with a PR number).
 - **merged unchanged / after human edits**: merged with the bot's last pushed head, or with a
-  head a human moved and whose diff changed files (``bot.pipeline.merge_outcome``); merges
-  recorded before the heads were kept count as merged, neither of the two.
+  head a human moved and whose diff changed files (``bot.pipeline.merge_outcome``; merges of
+  the base into the PR, GitHub's "Update branch", are not edits: ``bot.pipeline.human_edits``);
+  merges recorded before the heads were kept count as merged, neither of the two.
 - **closed unmerged**: closed by someone without merging; **superseded**: closed by the bot
   because another PR fixed the same violations.
 - **reverted**: merged, then reverted on the base (a ``reverted`` suppression names the fix).

@@ -4,10 +4,12 @@
 it); ``fixes.head_sha`` follows every push, the bot's and a human's. When our PR merges, the PR's
 head at the merge is kept as ``merged_head_sha`` (in the delivery's transaction); if it is not
 the bot's head, the task ``merge_outcome`` fetches the mirror — outside any transaction: on
-SQLite the delivery's holds the write lock — and keeps ``git diff <bot head> <merged head>``,
-capped, in ``human_edit_diff``. A head that moved without changing a file (a reworded commit)
-is unchanged. The diff includes what a merge of the base into the PR ("Update branch") brought
-in: such a merge counts as an edit. The dashboard's quality figures count these columns
+SQLite the delivery's holds the write lock — and keeps the humans' diff
+(``bot.pipeline.human_edits``: from the bot's head to the merged head, less what merges of the
+base into the PR brought in), capped, in ``human_edit_diff``. A head that moved without changing
+a file (a reworded commit, GitHub's "Update branch" merge of the base) is unchanged; a human's
+commit, or a merge holding more than the clean merge of its parents (a conflict resolved by
+hand), is an edit. The dashboard's quality figures count these columns
 (``bot.dashboard.quality``).
 """
 
@@ -21,7 +23,8 @@ from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
 from bot.forges.github.events import PullRequestEvent
 from bot.forges.github.mirror import sync_mirror
-from bot.git import GitError, diff
+from bot.git import GitError
+from bot.pipeline.human_edits import human_diff
 from bot.pipeline.task_base import RepairbotTask
 from bot.queue import names as task_names
 from bot.queue.celery_app import app
@@ -42,12 +45,13 @@ def capped(text: str, limit: int = MAX_EDIT_DIFF_CHARS) -> str:
 
 
 def edit_diff(settings: Settings, repository: str, token: str | None, bot: str, merged: str) -> str:
-    """The diff from the bot's head to the merged head, read from a freshly fetched mirror.
+    """The humans' diff from the bot's head to the merged head (merges of the base left out),
+    read from a freshly fetched mirror.
 
     Raises ``GitError`` when the mirror cannot be fetched or a commit is missing from it.
     """
     mirror = sync_mirror(settings, repository, token)
-    return diff(mirror, bot, merged)
+    return human_diff(mirror, bot, merged)
 
 
 def record_merge(session: Session, fix: Fix, event: PullRequestEvent) -> str:

@@ -14,6 +14,7 @@ from bot.git import (
     diff,
     fresh_worktree,
     git,
+    merge_tree,
     resolve_commit,
     set_branch,
 )
@@ -52,3 +53,14 @@ def test_a_base_ref_must_exist_and_cannot_be_an_option(repo):
 def test_a_worktree_commit_cannot_be_an_option(repo, tmp_path):
     with pytest.raises(GitError):
         fresh_worktree(repo, tmp_path / "wt", "--no-checkout")
+
+
+def test_a_merge_tree_commit_cannot_be_an_option(repo, tmp_path):
+    planted = tmp_path / "planted.txt"
+    with pytest.raises(GitError):
+        merge_tree(repo, f"--output={planted}", "main")
+    assert not planted.exists()
+    assert merge_tree(repo, "main", "victim") == (
+        git(repo, "rev-parse", "main^{tree}").strip(),
+        True,
+    )

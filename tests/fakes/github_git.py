@@ -19,6 +19,9 @@ from tests.fakes.github_shapes import (
     user,
 )
 
+# Who GitHub's own commits (a squash, an "Update branch" merge) are by.
+AS_GITHUB = ("-c", "user.name=GitHub", "-c", "user.email=noreply@github.com")
+
 # ``git diff --raw`` status letters as the REST API spells them.
 FILE_STATUS = {"A": "added", "D": "removed", "M": "modified", "T": "changed"}
 
@@ -206,20 +209,50 @@ class FakeRepo:
                 self._track_head(number, source, pull["head"]["ref"], head_sha)
         return pull
 
-    def merge(self, number: int, login: str) -> None:
-        """Fast-forward the base branch to the PR's head and close the PR as merged."""
+    def merge(self, number: int, login: str, *, squash: bool = False) -> None:
+        """Fast-forward the base branch to the PR's head (or, ``squash``, add one commit with
+        the head's tree on top of the base) and close the PR as merged."""
         pull = self.refresh(number)
         base_ref = f"refs/heads/{pull['base']['ref']}"
-        git_out(self.path, "merge-base", "--is-ancestor", base_ref, pull["head"]["sha"])
-        git_out(self.path, "update-ref", base_ref, pull["head"]["sha"])
+        head = pull["head"]["sha"]
+        if squash:
+            title = f"{pull['title']} (#{number})"
+            landed = git_out(
+                self.path,
+                *AS_GITHUB,
+                "commit-tree",
+                "-p",
+                base_ref,
+                "-m",
+                title,
+                f"{head}^{{tree}}",
+            )
+        else:
+            git_out(self.path, "merge-base", "--is-ancestor", base_ref, head)
+            landed = head
+        git_out(self.path, "update-ref", base_ref, landed)
         pull.update(
             state="closed",
             merged=True,
             merged_at=_now(),
             closed_at=_now(),
-            merge_commit_sha=pull["head"]["sha"],
+            merge_commit_sha=landed,
             merged_by=self.user(login),
         )
+
+    def update_branch(self, number: int) -> str:
+        """GitHub's "Update branch" on a PR from this repository: a merge commit of the base's
+        tip into the PR's branch (parents: its head, then the base), with the clean merge's
+        tree; refuses a conflict, as GitHub's button does. The new head."""
+        pull = self.refresh(number)
+        head, base = pull["head"]["sha"], self.sha(f"refs/heads/{pull['base']['ref']}")
+        tree = git_out(self.path, "merge-tree", "--write-tree", head, base).split()[0]
+        message = f"Merge branch '{pull['base']['ref']}' into {pull['head']['ref']}"
+        merge = git_out(
+            self.path, *AS_GITHUB, "commit-tree", "-p", head, "-p", base, "-m", message, tree
+        )
+        git_out(self.path, "update-ref", f"refs/heads/{pull['head']['ref']}", merge, head)
+        return merge
 
     def files(self, number: int) -> list[dict[str, Any]]:
         """The PR's changed files (``diff-entry``), from the merge base to the head."""

@@ -46,16 +46,17 @@ _GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retr
 
 
 @app.task(name=task_names.PR_NOTICE, base=RepairbotTask, bind=True)
-def pr_notice(self: RepairbotTask, notice_id: int) -> None:
-    """Post or update notice ``notice_id`` on its PR."""
-    sync_notice(self.settings, notice_id)
+def pr_notice(self: RepairbotTask, notice_id: int) -> list[str]:
+    """Post or update notice ``notice_id`` on its PR, and once its fix merged post the re-run
+    command there; what happened (the worker logs it)."""
+    return sync_and_rerun(self.settings, notice_id)
 
 
 @app.task(name=task_names.PR_NOTICES_REFRESH, base=RepairbotTask, bind=True)
-def pr_notices_refresh(self: RepairbotTask, fix_id: int) -> None:
+def pr_notices_refresh(self: RepairbotTask, fix_id: int) -> list[str]:
     """Fix ``fix_id`` changed: update each of its notices (and post re-run commands once it
-    merged)."""
-    refresh_notices(self.settings, fix_id)
+    merged); what happened to each (the worker logs it)."""
+    return refresh_notices(self.settings, fix_id)
 
 
 def notice_key(notice: PrNotice) -> str:
@@ -118,9 +119,19 @@ def _is_our_fix_pr(session: Session, repository: str, number: int) -> bool:
 
 
 def queue_refresh(session: Session, fix: Fix) -> None:
-    """In the caller's transaction: refresh ``fix``'s notices after the commit (if it has any)."""
-    if session.scalar(select(PrNotice.id).where(PrNotice.fix_id == fix.id).limit(1)) is not None:
-        start_pr_notices_refresh(session, fix.id)
+    """In the caller's transaction: refresh ``fix``'s notices after the commit (if it has any).
+
+    Each notice is marked pending in the same transaction: the refresh task may be lost (a
+    broker that restarts with nothing saved), and the reconciler re-sends pending notices, so
+    the edit (and, once the fix merged, the re-run command) still goes out.
+    """
+    owing = PrNotice.state != NoticeState.FAILED.value
+    notices = session.scalars(select(PrNotice).where(PrNotice.fix_id == fix.id, owing)).all()
+    if not notices:
+        return
+    for notice in notices:
+        notice.state, notice.updated_at = NoticeState.PENDING.value, utcnow()
+    start_pr_notices_refresh(session, fix.id)
 
 
 def resend_pending(session: Session, *, older_than: timedelta) -> int:
@@ -195,6 +206,7 @@ def _plan(settings: Settings, notice_id: int) -> _Planned | None:
         body = notice_body(facts_of(fix), notice.rerun_held)
         digest = body_digest(body)
         if notice.comment_id is not None and digest == notice.body_digest:
+            notice.state = NoticeState.POSTED.value  # a refresh it owed found nothing to edit
             return None  # the text on GitHub says this already
         return _Planned(
             notice.id,
@@ -293,6 +305,28 @@ def refresh_notices(settings: Settings, fix_id: int) -> list[str]:
     if command is None:
         return [*done, "no re-run command configured"]
     return done + [post_rerun(settings, forge, notice_id, command) for notice_id in ids]
+
+
+def sync_and_rerun(settings: Settings, notice_id: int) -> list[str]:
+    """``sync_notice``, then the re-run command if the fix merged and the PR still owes it: a
+    lost refresh, re-sent per notice by the reconciler, loses neither."""
+    done = [sync_notice(settings, notice_id)]
+    with session_scope(settings.resolved_database_url) as session:
+        notice = session.get_one(PrNotice, notice_id)
+        fix = session.get_one(Fix, notice.fix_id)
+        owed = notice.rerun_comment_id is None and notice.rerun_held is None
+        merged = fix.state == FixState.MERGED.value and bool(fix.base_ref) and owed
+        repository, base_ref = fix.repository, fix.base_ref or ""
+    if not merged:
+        return done
+    forge = GitHubForge(settings)
+    try:
+        command = rerun_command(settings, forge, repository, base_ref)
+    except RateLimited as exc:
+        raise TransientError(str(exc)) from exc
+    if command is None:
+        return [*done, "no re-run command configured"]
+    return [*done, post_rerun(settings, forge, notice_id, command)]
 
 
 def rerun_command(

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from alembic import command
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
-from bot.db.migrate import alembic_config, upgrade
+from bench.postgres_server import PrivatePostgres
+from bot.db.migrate import alembic_config, upgrade, upgrade_when_reachable
 from bot.db.session import engine_for, session_scope
 from tests.bot.dashboard import seed
 
@@ -66,3 +71,36 @@ def test_postgresql_search_table_is_filled_from_the_rows_already_there(settings)
         ).all()
     assert restored == [("ix_fixes_search",)]
     upgrade(url)
+
+
+@pytest.fixture
+def stopped_postgres():
+    """A PostgreSQL of the test's own, created and then stopped (the shared one never stops)."""
+    server = PrivatePostgres().start()
+    url = server.create_database("repairbot")
+    server.stop()
+    yield server, url
+    server.remove()
+
+
+def test_a_process_starting_during_an_outage_waits_for_the_database(stopped_postgres):
+    server, url = stopped_postgres
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    coming_back = threading.Timer(1.5, server.start)
+    coming_back.start()
+    upgrade_when_reachable(url, wait_s=60, sleep=sleep)
+    coming_back.join()
+    assert waits, "it never had to wait: the server was up already"
+    with engine_for(url).connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+
+
+def test_an_outage_longer_than_the_wait_is_an_error(stopped_postgres):
+    _, url = stopped_postgres
+    with pytest.raises(OperationalError):
+        upgrade_when_reachable(url, wait_s=1)

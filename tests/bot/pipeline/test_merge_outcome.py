@@ -1,7 +1,8 @@
 """How our merged fix landed, on a real merge: the bot opens its PR through the real triage and
-repair tasks on the GitHub double, a human pushes an edit (or nobody does), the PR merges, and
-the ``pull_request`` deliveries are processed as the worker would: the fix is merged after human
-edits, with the diff read from the real repository mirror, or merged unchanged."""
+repair tasks on the GitHub double, a human pushes an edit (or nobody does), a maintainer clicks
+"Update branch" (or does not), the PR merges (or is squashed), and the ``pull_request``
+deliveries are processed as the worker would: the fix is merged after human edits, with the
+humans' diff read from the real repository mirror, or merged unchanged."""
 
 from __future__ import annotations
 
@@ -63,25 +64,48 @@ def _open_fix(settings, github_api, tmp_path, head: str) -> Fix:
         return fix
 
 
-def _human_edit(github_api, tmp_path, branch: str) -> str:
-    """A maintainer checks out our branch, edits the fixed file, and pushes."""
-    checkout = tmp_path / "human"
+def _human_edit(github_api, tmp_path, fix: Fix) -> str:
+    """A maintainer checks out our branch, edits the file the bot fixed, and pushes."""
+    checkout, bot = tmp_path / "human", str(fix.bot_head_sha)
     source = str(github_api.repos[REPO].path)
     subprocess.run(
-        ["git", "clone", "--quiet", "--branch", branch, source, str(checkout)], check=True
+        ["git", "clone", "--quiet", "--branch", fix.branch, source, str(checkout)], check=True
     )
-    changed = git(checkout, "diff", "--name-only", "HEAD~1", "HEAD").split()[0]
+    changed = git(checkout, "diff", "--name-only", f"{bot}~1", bot).split()[0]
     path = checkout / changed
     path.write_text(path.read_text() + f"\n{HUMAN_LINE}\n")
     head = commit_all(checkout, "Review: a note on the hook")
-    git(checkout, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+    git(checkout, "push", "--quiet", "origin", f"HEAD:refs/heads/{fix.branch}")
     return head
 
 
-def _merge(settings, github_api, fix: Fix) -> str:
+def _base_moves(github_api, tmp_path, n: int) -> None:
+    """Another PR lands on the base: a new file on ``main``."""
+    checkout = tmp_path / f"base-{n}"
+    subprocess.run(
+        ["git", "clone", "--quiet", str(github_api.repos[REPO].path), str(checkout)], check=True
+    )
+    (checkout / f"BASE_{n}.md").write_text(f"Landed on main while the fix was open ({n}).\n")
+    commit_all(checkout, f"Another change {n}")
+    git(checkout, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+
+
+def _update_branch(settings, github_api, fix: Fix) -> str:
+    """A maintainer clicks "Update branch" (the base merged into our branch); GitHub sends a
+    ``synchronize``, processed as the worker would."""
+    assert fix.number is not None
+    with github_api.lock:
+        merge = github_api.repos[REPO].update_branch(fix.number)
+    pushed = github_api.pull_request_event(REPO, fix.number, "synchronize")
+    deliver_and_process(settings, "pull_request", pushed, f"update-{merge[:12]}")
+    return merge
+
+
+def _merge(settings, github_api, fix: Fix, *, squash: bool = False) -> str:
     """Deliver the merge; then run the task it queued (if any), as a worker would."""
     assert fix.number is not None
-    github_api.merge_pull(REPO, fix.number)
+    with github_api.lock:
+        github_api.repos[REPO].merge(fix.number, "maintainer", squash=squash)
     payload = github_api.pull_request_event(REPO, fix.number, "closed")
     _, notes = deliver_and_process(settings, "pull_request", payload, f"merge-{fix.number}")
     queued = [args for name, args in sent_tasks(settings) if name == task_names.MERGE_OUTCOME]
@@ -106,7 +130,7 @@ def test_a_human_edit_before_the_merge_is_recorded_with_its_diff(
     assert fix.bot_head_sha == fix.head_sha and fix.bot_head_sha is not None
     assert fix.codemods and "rename_forbidden" in fix.codemods, fix.codemods
 
-    edited = _human_edit(github_api, tmp_path, fix.branch)
+    edited = _human_edit(github_api, tmp_path, fix)
     assert fix.number is not None
     pushed = github_api.pull_request_event(REPO, fix.number, "synchronize")
     deliver_and_process(tasks_use, "pull_request", pushed, "human-push")
@@ -136,6 +160,47 @@ def test_a_fix_merged_as_the_bot_pushed_it_is_unchanged(tasks_use, github_api, t
     row = _reload(tasks_use, fix.id)
     assert (row.state, row.merged_with_edits, row.human_edit_diff) == ("merged", False, None)
     assert row.merged_head_sha == fix.bot_head_sha and "merged unchanged" in notes, notes
+
+
+@pytest.mark.parametrize("squash", [False, True], ids=["merge", "squash"])
+@pytest.mark.parametrize("settings", ["sqlite"], indirect=True)
+def test_update_branch_merges_are_not_human_edits(tasks_use, github_api, target, tmp_path, squash):
+    """Issue 30: "Update branch" (twice, the base moving in between) brings the base's changes
+    into our branch and nothing else: the fix landed unchanged, merged or squashed."""
+    _repo, head = target
+    fix = _open_fix(tasks_use, github_api, tmp_path, head)
+    _base_moves(github_api, tmp_path, 1)
+    _update_branch(tasks_use, github_api, fix)
+    _base_moves(github_api, tmp_path, 2)
+    updated = _update_branch(tasks_use, github_api, fix)
+    assert _reload(tasks_use, fix.id).head_sha == updated != fix.bot_head_sha
+
+    notes = _merge(tasks_use, github_api, fix, squash=squash)
+    row = _reload(tasks_use, fix.id)
+    assert row.state == "merged" and row.merged_head_sha == updated, notes
+    assert (row.merged_with_edits, row.human_edit_diff) == (False, None), row.human_edit_diff
+    assert "merged unchanged" in notes, notes
+
+
+@pytest.mark.parametrize("settings", ["sqlite"], indirect=True)
+def test_update_branch_and_a_human_edit_show_only_the_human_lines(
+    tasks_use, github_api, target, tmp_path
+):
+    _repo, head = target
+    fix = _open_fix(tasks_use, github_api, tmp_path, head)
+    _base_moves(github_api, tmp_path, 1)
+    _update_branch(tasks_use, github_api, fix)
+    _human_edit(github_api, tmp_path, fix)
+    _base_moves(github_api, tmp_path, 2)
+    _update_branch(tasks_use, github_api, fix)
+
+    notes = _merge(tasks_use, github_api, fix)
+    row = _reload(tasks_use, fix.id)
+    assert row.merged_with_edits is True and row.human_edit_diff is not None, notes
+    lines = row.human_edit_diff.splitlines()
+    changed = [s for s in lines if s[:1] in "+-" and not s.startswith(("+++", "---"))]
+    assert changed == ["+", f"+{HUMAN_LINE}"], changed  # nothing of BASE_1.md, BASE_2.md
+    assert "BASE_" not in row.human_edit_diff
 
 
 def test_a_long_diff_is_capped_with_a_note():

@@ -19,6 +19,7 @@ from bot.pipeline.fan_out.task import (
     record_notice,
     refresh_notices,
     resend_pending,
+    sync_and_rerun,
     sync_notice,
 )
 from bot.queue.names import PR_NOTICE, PR_NOTICES_REFRESH
@@ -241,6 +242,37 @@ def test_a_lost_notice_task_is_sent_again_by_the_reconciler(
         fix_id = session.scalars(select(Fix)).one().id
         queue_refresh(session, session.get_one(Fix, fix_id))
     assert _sent(gh_settings, PR_NOTICES_REFRESH) == [[fix_id]]
+
+
+def test_a_lost_refresh_still_edits_the_notice_and_posts_the_rerun_command(
+    gh_settings, github_api, target, task_settings, tmp_path
+):
+    """The merge's refresh task is lost (a broker restarted with nothing saved): the notices
+    it owed are pending in the database, so the reconciler re-sends each, and each re-send
+    edits its notice and posts the re-run command, once."""
+    task_settings(gh_settings)
+    repo, head = target
+    number = _human_pull(github_api, repo, head, "alice/merged")
+    notice = _notice(gh_settings, head, number)
+    assert sync_notice(gh_settings, notice) == "posted"
+    _configure_rerun(repo, tmp_path)
+    url = gh_settings.resolved_database_url
+    with session_scope(url) as session:
+        fix = session.scalars(select(Fix)).one()
+        fix.state = FixState.MERGED.value
+        queue_refresh(session, fix)  # its task is never run: lost with the broker
+    assert _row(gh_settings, notice).state == "pending"
+    with session_scope(url) as session:
+        assert resend_pending(session, older_than=timedelta(0)) == 1
+    assert _sent(gh_settings, PR_NOTICE)[-1] == [notice]
+
+    assert sync_and_rerun(gh_settings, notice) == ["edited", f"posted '/bot run' on PR #{number}"]
+    assert sync_and_rerun(gh_settings, notice) == ["nothing to write"]  # once
+    assert _row(gh_settings, notice).state == "posted"
+    [text, command] = [c["body"] for c in repo.comments[number]]
+    assert "**has been merged**" in text and command == "/bot run"
+    with session_scope(url) as session:
+        assert resend_pending(session, older_than=timedelta(0)) == 0  # nothing owed
 
 
 def test_a_fix_without_notices_queues_no_refresh(settings, task_settings):
