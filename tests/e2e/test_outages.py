@@ -60,8 +60,8 @@ def _push_outcomes(service) -> dict[str, float]:  # type: ignore[no-untyped-def]
 
 
 def _start_worker(service) -> None:  # type: ignore[no-untyped-def]
-    """A ``repairbot worker``, once it consumes (it migrates the database first: a worker that
-    starts while the database is down exits, and its supervisor starts it again)."""
+    """A ``repairbot worker``, once it consumes: the test stops the database only after the
+    worker has migrated it, so that the outage meets a running worker, not a starting one."""
     service.start("worker", "worker", "-Q", "repair")
     log = service.log_dir / "worker.log"
     wait_for("the worker ready", lambda: " ready." in log.read_text(), service.logs, 120)
