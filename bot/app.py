@@ -3,7 +3,8 @@
 Every JSON error is ``{"detail": "<one sentence>"}``; a request that fails validation adds
 ``"errors"`` (each with ``loc`` and ``msg``). A dashboard route (any GET outside the API, the
 webhooks and the probes) that names nothing (``/fixes/abc``, ``/no/such/page``) answers the
-dashboard's own 404 page, not JSON.
+dashboard's own 404 page, not JSON. While the database is unavailable every route answers 503
+with ``Retry-After`` (``bot.api.outage``), a page for the dashboard.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from bot.api import (
     webhooks,
 )
 from bot.api.body import BodyBudget
+from bot.api.outage import counted_retry_after, unavailable_json
 from bot.config import Settings, get_settings
 from bot.dashboard.render import page
 from bot.dashboard.routes import install as install_dashboard
 from bot.db.models import utcnow
+from bot.db.outage import API_UNAVAILABLE
 from bot.queue.celery_app import configure_celery
 from bot.version import __version__
 
@@ -105,7 +108,24 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _database_unavailable(request: Request, exc: Exception) -> Response:
+    """503 with Retry-After, for every route, while the database cannot be used."""
+    if not wants_page(request):
+        return unavailable_json(request, exc)
+    answer = page(
+        request,
+        "unavailable.html",
+        started=time.perf_counter(),
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        now=utcnow(),
+    )
+    answer.headers.update(counted_retry_after(request.app.state.settings))
+    return answer
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer every error in the one shape (and dashboard 404s as pages)."""
+    """Answer every error in the one shape (and dashboard 404s and 503s as pages)."""
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    for unavailable in API_UNAVAILABLE:
+        app.add_exception_handler(unavailable, _database_unavailable)

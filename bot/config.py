@@ -14,11 +14,12 @@ from pydantic_settings import SettingsConfigDict
 
 from bot.config_buildkite import BuildkiteSettings
 from bot.config_gitlab import GitLabSettings
+from bot.config_outage import OutageSettings
 from bot.config_sandbox import SandboxSettings
-from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, sqlite_url
+from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, resolved_url
 
 
-class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings):
+class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings, OutageSettings):
     """Service settings; defaults are the embedded, no-services-needed configuration."""
 
     model_config = SettingsConfigDict(
@@ -38,8 +39,6 @@ class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings):
     verify_images_dir: Path | None = None
     """Container images a target may name in [verify] image: <name>.tar (docker save or OCI
     archive; / and : in the name written as _) or an unpacked root filesystem folder."""
-    database_url: str | None = Field(default=None, description="Default: SQLite in data_dir")
-    broker_url: str | None = Field(default=None, description="Default: durable files in data_dir")
     github_webhook_secret: SecretStr = SecretStr("dev-webhook-secret")
     """GitHub's webhook secret (X-Hub-Signature-256)."""
     ci_token: SecretStr = Field(
@@ -336,8 +335,9 @@ class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings):
 
     @property
     def resolved_database_url(self) -> str:
-        """The database URL, defaulting to a SQLite file in the data directory."""
-        return self.database_url or sqlite_url(self.data_dir)
+        """The database URL, defaulting to a SQLite file in the data directory; PostgreSQL's
+        with ``database_connect_timeout_s`` as its connect_timeout unless it names one."""
+        return resolved_url(self.database_url, self.data_dir, self.database_connect_timeout_s)
 
     @property
     def resolved_broker_url(self) -> str:

@@ -47,3 +47,15 @@ def sqlite_url(data_dir: Path) -> str:
     """The SQLite URL of the database in ``data_dir`` (resolved once: every request asks, and
     resolving walks the path's links on disk)."""
     return f"sqlite:///{(data_dir / 'repairbot.db').resolve()}"
+
+
+def resolved_url(database_url: str | None, data_dir: Path, connect_timeout_s: int) -> str:
+    """``database_url``, else SQLite's in ``data_dir``; a PostgreSQL URL gets libpq's
+    ``connect_timeout`` unless it names one (without it a connection attempt to a server that
+    does not answer waits for the operating system's TCP timeout, minutes)."""
+    if database_url is None:
+        return sqlite_url(data_dir)
+    if not database_url.startswith("postgresql") or "connect_timeout=" in database_url:
+        return database_url
+    separator = "&" if "?" in database_url else "?"
+    return f"{database_url}{separator}connect_timeout={connect_timeout_s}"

@@ -130,3 +130,37 @@ from tests.fakes.github_api import github_api  # noqa: E402, F401
 # The GitLab-API double, and settings pointing at it.
 from tests.fakes.gitlab.deliveries import gl_settings  # noqa: E402, F401
 from tests.fakes.gitlab.server import gitlab_api  # noqa: E402, F401
+
+
+class PrivateRedis:
+    """A redis-server of one test's own on a free port (``bench.soak.start_redis``): stopping it
+    disturbs nobody else, unlike the machine's shared one on 6379."""
+
+    def __init__(self) -> None:
+        from bench.service import free_port
+
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: Any = None
+
+    def start(self) -> PrivateRedis:
+        """Start it (again, on the same port) and wait until it answers."""
+        from bench.soak import start_redis
+
+        self._process = start_redis(self.port)
+        return self
+
+    def kill(self) -> None:
+        """Stop it as a crash would (nothing is persisted: its messages are gone)."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A started :class:`PrivateRedis`, killed afterwards."""
+    server = PrivateRedis().start()
+    yield server
+    server.kill()

@@ -1,7 +1,13 @@
-"""``/metrics``: Prometheus text, computed from the database so every replica reports the same."""
+"""``/metrics``: Prometheus text, computed from the database so every replica reports the same.
+
+While the database is down it still answers 200: the figures that need no database (whether the
+database and the broker answer, this process's 503s and unsent tasks), with
+``repairbot_database_up 0``.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,13 +21,18 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.api.budget_metrics import BudgetCollector
+from bot.api.outage import OutageCollector
+from bot.config import Settings
 from bot.db.crud import count_by
 from bot.db.models import Delivery, RepairRun, Transition
+from bot.db.outage import API_UNAVAILABLE
 from bot.db.records.contract_checks import ContractCheck
 from bot.db.request_scope import get_read_session
+from bot.queue.broker_state import broker_state
 
 router = APIRouter()
 RECENT = 10_000
+log = logging.getLogger(__name__)
 
 
 def _aware(moment: datetime) -> datetime:
@@ -99,10 +110,32 @@ class DatabaseCollector(Collector):
         return written
 
 
+class _Collected(Collector):
+    """Metric families already gathered."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield them."""
+        yield from self._families
+
+
 @router.get("/metrics")
 def metrics(request: Request, session: Annotated[Session, Depends(get_read_session)]) -> Response:
     """Prometheus exposition format."""
+    settings: Settings = request.app.state.settings
+    try:  # gathered here, not while writing the text: an outage must not end it half-written
+        families = [
+            *DatabaseCollector(session).collect(),
+            *BudgetCollector(session, settings).collect(),
+        ]
+    except API_UNAVAILABLE:
+        log.warning("/metrics: the database is unavailable", exc_info=True)
+        families = []
     registry = CollectorRegistry()
-    registry.register(DatabaseCollector(session))
-    registry.register(BudgetCollector(session, request.app.state.settings))
+    registry.register(_Collected(families))
+    registry.register(
+        OutageCollector(database_up=bool(families), broker_up=broker_state(settings) != "down")
+    )
     return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")

@@ -17,6 +17,7 @@ def reconcile(
     loop: Annotated[bool, typer.Option("--loop", help="Keep reconciling every interval")] = False,
 ) -> None:
     """Re-enqueue stale repair runs, unclassified reports and unclaimed or lost verifications."""
+    import logging
     import threading
 
     from bot.config import get_settings
@@ -30,7 +31,14 @@ def reconcile(
     console = Console(stderr=True, emoji=False)
     stop = threading.Event()
     while True:
-        sent = reconcile_once(settings)
-        console.print(f"reconciled: {sent} task(s) re-sent")
+        try:
+            sent = reconcile_once(settings)
+        except Exception:
+            if not loop:
+                raise
+            # The database or the broker is down (restarting, say): the next pass retries.
+            logging.getLogger(__name__).exception("reconciler pass failed")
+        else:
+            console.print(f"reconciled: {sent} task(s) re-sent")
         if not loop or stop.wait(settings.reconcile_interval_s):
             return

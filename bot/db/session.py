@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 Reading = Callable[[], AbstractContextManager[Session]]
@@ -20,6 +20,18 @@ transaction; says what it did."""
 CHECKPOINT_BYTES = 4 << 20
 # An execution option: sessions made with it only read (``read_scope``).
 READ_ONLY = "repairbot_read_only"
+# PostgreSQL: how long a request waits for a pooled connection when all 30 are checked out (30 s
+# by default), which a server that stopped answering can cause; the request then answers 503.
+# Twice the URL's connect_timeout (REPAIRBOT_DATABASE_CONNECT_TIMEOUT_S): a wait for a pooled
+# connection should not outlast an attempt to make a new one by much.
+POOL_TIMEOUTS_PER_CONNECT = 2
+DEFAULT_POOL_TIMEOUT_S = 10.0
+# A connection to a server that vanished (no reset: a crashed host, a dropped route) fails after
+# about 20 s instead of hanging: keepalives while it is idle (the operating system's default
+# waits two hours), tcp_user_timeout while a statement's bytes go unacknowledged (15 minutes of
+# retransmissions otherwise). A slow query on a live server is not cut: the server acknowledges.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+              "keepalives_count": 2, "tcp_user_timeout": 20_000}  # fmt: skip
 
 
 @cache
@@ -36,13 +48,25 @@ def engine_for(url: str) -> Engine:
     # that runs in a few. Custom plans always: after five runs of a prepared statement PostgreSQL
     # may keep a generic plan, blind to the parameters, and a search's LIKE pattern decides
     # whether its trigram index or a scan is right (a generic plan scanned: 13 ms, not 2).
+    # pool_pre_ping: after PostgreSQL restarts, a pooled connection is found dead at checkout and
+    # replaced (and a disconnect error invalidates the whole pool), so no restart of ours is needed.
+    # The connect timeout comes in the URL (Settings.resolved_database_url).
     return create_engine(
         url,
         pool_pre_ping=True,
         pool_size=10,
         max_overflow=20,
-        connect_args={"options": "-c jit=off -c plan_cache_mode=force_custom_plan"},
+        pool_timeout=pool_timeout_s(url),
+        connect_args={"options": "-c jit=off -c plan_cache_mode=force_custom_plan", **KEEPALIVES},
     )
+
+
+def pool_timeout_s(url: str) -> float:
+    """How long a request waits for a pooled connection of the engine for ``url``."""
+    connect = make_url(url).query.get("connect_timeout")
+    if not isinstance(connect, str) or not connect.isdigit():
+        return DEFAULT_POOL_TIMEOUT_S
+    return POOL_TIMEOUTS_PER_CONNECT * float(connect)
 
 
 def _sqlite_pragmas(connection: Any, _record: object) -> None:

@@ -16,6 +16,7 @@ from celery.exceptions import SecurityWarning
 
 from bot.config import Settings, get_settings
 from bot.queue import file_broker
+from bot.queue.breaker import BREAKER
 
 file_broker.register()
 
@@ -61,15 +62,30 @@ def quiet_root_warning() -> str | None:
 def configure_celery(settings: Settings) -> Celery:
     """Point the app at ``settings``' broker (for processes built from explicit settings)."""
     quiet_root_warning()
+    _bound_sends(settings)
     url, options = settings.resolved_broker_url, settings.broker_transport_options
     if app.conf.broker_url == url and app.conf.broker_transport_options == options:
         return app
     app.conf.broker_url = url
     app.conf.broker_transport_options = options
+    BREAKER.reset()  # a pause after failed sends was about the broker before this one
     # Connection and producer pools are bound to the broker they were made for; Celery's own
     # after-fork reset is the supported way to drop them.
     app._after_fork()
     return app
+
+
+def _bound_sends(settings: Settings) -> None:
+    """A send to a broker that is down fails within about a second, then sends pause a while
+    (``bot.queue.breaker``), instead of each request waiting out Celery's retries."""
+    app.conf.broker_connection_timeout = settings.broker_connect_timeout_s
+    app.conf.task_publish_retry_policy = {
+        "max_retries": settings.broker_publish_retries,
+        "interval_start": 0,
+        "interval_step": 0.2,
+        "interval_max": 0.2,
+    }
+    BREAKER.pause_s = settings.broker_pause_after_failure_s
 
 
 def configure_tasks(settings: Settings) -> Celery:

@@ -18,3 +18,10 @@ task_ignore_result = True
 task_routes = {"repairbot.*": {"queue": _REPAIR_QUEUE}}
 worker_hijack_root_logger = False
 broker_connection_max_retries = None
+broker_connection_timeout = _settings.broker_connect_timeout_s
+task_publish_retry_policy = {
+    "max_retries": _settings.broker_publish_retries,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from bot.db.group_commit import AFTER_COMMIT_WORK
 from bot.queue import file_broker
 from bot.queue import names as task_names
+from bot.queue.breaker import BREAKER
 from bot.queue.celery_app import app
 
 _PENDING_KEY = "repairbot_pending_tasks"
@@ -52,8 +53,9 @@ def enqueue_after_commit(
 
     ``countdown``: the task runs no sooner than that many seconds after it is sent.
 
-    A send that fails (the broker is down) is logged, not raised: the database already holds the
-    work, and the reconciler re-sends whatever stays unfinished.
+    A send that fails (the broker is down) is logged and counted, not raised, and pauses sends
+    for a few seconds (``bot.queue.breaker``): the database already holds the work, and the
+    reconciler re-sends whatever stays unfinished.
     """
     if not session.info.get(_LISTENING_KEY):
         event.listen(session, "after_commit", _send_pending)
@@ -118,6 +120,10 @@ def send_each(task_name: str, calls: list[list[Any]]) -> None:
 
 
 def _send(pending: list[_PendingTask]) -> None:
+    if BREAKER.paused():  # a send failed moments ago: do not make this request wait it out too
+        BREAKER.skipped(len(pending))
+        log.info("broker down: %d task(s) left for the reconciler", len(pending))
+        return
     try:
         # One flush to disk for all of them (the embedded broker's files; other brokers: no-op).
         with file_broker.one_sync(), app.producer_or_acquire() as producer:
@@ -128,8 +134,11 @@ def _send(pending: list[_PendingTask]) -> None:
                     queue=message.queue,
                     producer=producer,
                     countdown=message.countdown,
+                    # Read each time: Celery keeps the policy it saw first (configure_celery).
+                    retry_policy=app.conf.task_publish_retry_policy,
                 )
     except Exception:  # the rows are committed: a broker outage must not fail the request
+        BREAKER.failed(len(pending))
         log.warning(
             "could not send %d task(s) (first %s%r); the reconciler will re-send them",
             len(pending),

@@ -25,7 +25,8 @@ def test_environment_variables_use_the_prefix(monkeypatch):
         "REPAIRBOT_CI_PIPELINE_TOKENS", '{"L0_MergeRequest_PR": "token-0123456789abcdef"}'
     )
     settings = Settings()
-    assert settings.resolved_database_url == "postgresql+psycopg://db/repairbot"
+    # libpq's connect_timeout added (REPAIRBOT_DATABASE_CONNECT_TIMEOUT_S), unless the URL names one
+    assert settings.resolved_database_url == "postgresql+psycopg://db/repairbot?connect_timeout=5"
     assert (
         settings.ci_pipeline_tokens["L0_MergeRequest_PR"].get_secret_value()
         == "token-0123456789abcdef"
@@ -103,3 +104,10 @@ def test_the_default_data_dir_is_the_users_not_the_current_directory(monkeypatch
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)
     assert Settings().data_dir == tmp_path / "xdg" / "repairbot"
+
+
+def test_a_database_url_that_names_its_connect_timeout_keeps_it() -> None:
+    given = "postgresql+psycopg://db/repairbot?sslmode=require&connect_timeout=30"
+    assert Settings(database_url=given).resolved_database_url == given
+    other = Settings(database_url="postgresql+psycopg://db/r?sslmode=require")
+    assert other.resolved_database_url.endswith("?sslmode=require&connect_timeout=5")

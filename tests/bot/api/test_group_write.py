@@ -39,6 +39,6 @@ def test_a_database_error_is_a_503_and_keeps_nothing_of_that_write(settings):
     with pytest.raises(HTTPException) as raised:
         asyncio.run(committed(settings, ONE_BY_ONE, _stores_then_fails))
     assert raised.value.status_code == 503
-    assert raised.value.headers == {"Retry-After": "1"}
+    assert raised.value.headers == {"Retry-After": str(settings.database_retry_after_s)}
     assert "nothing was kept: retry" in str(raised.value.detail)
     assert _stored(settings) == 0
