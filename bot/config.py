@@ -16,7 +16,13 @@ from bot.config_buildkite import BuildkiteSettings
 from bot.config_gitlab import GitLabSettings
 from bot.config_outage import OutageSettings
 from bot.config_sandbox import SandboxSettings
-from bot.config_values import COMMAND_PREFIX, check_queue, looks_like_placeholder, resolved_url
+from bot.config_values import (
+    COMMAND_PREFIX,
+    check_queue,
+    looks_like_placeholder,
+    resolved_url,
+    transport_options,
+)
 
 
 class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings, OutageSettings):
@@ -346,16 +352,10 @@ class Settings(SandboxSettings, GitLabSettings, BuildkiteSettings, OutageSetting
 
     @property
     def broker_transport_options(self) -> dict[str, object]:
-        """Transport options: the filesystem transport's folder, and a brisk polling interval."""
-        if not self.resolved_broker_url.startswith(("durable-files:", "filesystem:")):
-            return {}
-        folder = (self.data_dir / "broker").resolve()
-        folder.mkdir(parents=True, exist_ok=True)
-        return {
-            "data_folder_in": str(folder),
-            "data_folder_out": str(folder),
-            "polling_interval": 0.1,
-        }
+        """Kombu's transport options for the broker (``config_values.transport_options``)."""
+        return transport_options(
+            self.resolved_broker_url, self.data_dir, self.broker_visibility_timeout_s
+        )
 
     @property
     def github_enabled(self) -> bool:

@@ -32,6 +32,10 @@ class OutageSettings(BaseSettings):
     broker_publish_retries: int = Field(default=1, ge=0)
     """How often a failed send is retried at once (Celery's default, 3, held each request about
     0.6 s against a stopped Redis); what stays unsent, the reconciler sends later."""
+    broker_visibility_timeout_s: int = Field(default=3600, ge=1)
+    """Redis: how long a task a worker took, and has not finished, stays hidden from the other
+    workers (tasks are acknowledged when done). A worker paused or cut off for longer has its
+    task run again elsewhere; every task is safe to rerun. Longer than the longest task."""
     broker_pause_after_failure_s: float = Field(default=5.0, ge=0)
     """After a send fails, this process skips sends for this long: requests answer at once,
     their stored rows are sent by the reconciler once the broker is back (0: never skip)."""

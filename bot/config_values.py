@@ -59,3 +59,18 @@ def resolved_url(database_url: str | None, data_dir: Path, connect_timeout_s: in
         return database_url
     separator = "&" if "?" in database_url else "?"
     return f"{database_url}{separator}connect_timeout={connect_timeout_s}"
+
+
+def transport_options(
+    broker_url: str, data_dir: Path, visibility_timeout_s: int
+) -> dict[str, object]:
+    """Kombu's transport options for ``broker_url``: Redis's visibility timeout (how long a
+    message a worker took but has not acknowledged stays invisible before another worker gets
+    it); the filesystem transport's folder in ``data_dir`` and a brisk polling interval."""
+    if broker_url.startswith(("redis:", "rediss:")):
+        return {"visibility_timeout": visibility_timeout_s}
+    if not broker_url.startswith(("durable-files:", "filesystem:")):
+        return {}
+    folder = (data_dir / "broker").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"data_folder_in": str(folder), "data_folder_out": str(folder), "polling_interval": 0.1}

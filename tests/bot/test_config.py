@@ -19,6 +19,14 @@ def test_defaults_are_the_embedded_configuration(tmp_path, monkeypatch):
     assert settings.broker_transport_options["data_folder_in"] == str(tmp_path.resolve() / "broker")
 
 
+def test_redis_gets_the_visibility_timeout_and_other_brokers_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPAIRBOT_BROKER_VISIBILITY_TIMEOUT_S", "20")
+    redis = Settings(data_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0")
+    assert redis.broker_transport_options == {"visibility_timeout": 20}
+    rabbit = Settings(data_dir=tmp_path, broker_url="amqp://guest:guest@127.0.0.1:5672//")
+    assert rabbit.broker_transport_options == {}
+
+
 def test_environment_variables_use_the_prefix(monkeypatch):
     monkeypatch.setenv("REPAIRBOT_DATABASE_URL", "postgresql+psycopg://db/repairbot")
     monkeypatch.setenv(
