@@ -43,7 +43,7 @@ from tests.fakes.github_api import FakeGitHub
 
 FAULTS = ("kill-worker", "kill-api", "restart-redis", "restart-postgres", "pause-worker")
 ROLES = ("open", "merge", "close")
-VISIBILITY_TIMEOUT_S = 20
+VISIBILITY_TIMEOUT_S = 120  # longer than the longest task (a verification: about 80 s here)
 STALE_AFTER_S = 45
 DRAIN_TIMEOUT_S = 900
 # Work the stack still owes: deliveries, reports, runs, verifications, deferred GitHub writes
@@ -145,7 +145,7 @@ def inject(stack: ChaosStack, faults: list[str], seconds: float, began: float) -
         elif fault == "restart-postgres":
             done.append(stack.restart_postgres())
         elif fault == "pause-worker":
-            done.append(stack.pause_worker(STALE_AFTER_S + VISIBILITY_TIMEOUT_S))
+            done.append(stack.pause_worker(max(STALE_AFTER_S, VISIBILITY_TIMEOUT_S) + 10))
     return done
 
 
