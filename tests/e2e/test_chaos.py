@@ -5,7 +5,7 @@ PostgreSQL crash-stopped. Afterwards every kind of effect, counted on the databa
 GitHub double, is there exactly once and nothing is left unfinished.
 
 The worker pause (SIGSTOP past the visibility timeout) is left to the ten-minute run: it alone
-takes a minute.
+takes two minutes.
 """
 
 from __future__ import annotations
