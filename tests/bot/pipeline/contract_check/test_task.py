@@ -6,6 +6,7 @@ check, good or bad, the worktrees dir holds nothing (no tree, no lease).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from sqlalchemy import select
@@ -216,3 +217,25 @@ def test_prs_by_bots_are_not_checked(gh_settings, github_api, spec_repo):
 
     assert "not checked" in _check(gh_settings, number)
     assert _statuses(github_api) == [] and _rows(gh_settings) == []
+
+
+def test_two_checks_of_one_head_at_once_post_its_status_once(gh_settings, github_api, spec_repo):
+    """Two workers given the same PR at once (real threads, one barrier): whatever each says,
+    the head gets one status and one review (``bot.forges.github.statuses``)."""
+    number, head = _open(github_api, spec_repo, "twice", {"spec/ngram.py": worker("NGramWorker")})
+    barrier = threading.Barrier(2)
+    said: list[str] = []
+
+    def check() -> None:
+        barrier.wait()
+        said.append(_check(gh_settings, number))
+
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(said) == 2, said
+    assert [s["state"] for s in _statuses(github_api, head)] == ["failure"], said
+    assert len(reviews_of(github_api, REPO, number)) == 1, said
+    assert _left_behind(gh_settings) == []
