@@ -93,18 +93,30 @@ def _reaction(api: WriteClient, repository: str, key: str, request: dict[str, An
 
 def _status(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
     target_url = request.get("target_url")
+    description = str(request["description"])[:STATUS_DESCRIPTION_MAX]
 
     def post() -> Written:
         commit = api.repo(repository).get_commit(str(request["sha"]))
         made = commit.create_status(
             state=str(request["state"]),
             context=str(request["context"]),
-            description=str(request["description"])[:STATUS_DESCRIPTION_MAX],
+            description=description,
             **({"target_url": target_url} if target_url else {}),
         )
         return Written(str(made.id), target_url, fresh=True)
 
-    return post, lambda: None  # a status set twice is harmless
+    def lookup() -> Written | None:  # a lost answer: the newest status of its context is ours
+        wanted = (str(request["state"]), description, target_url or None)
+        for made in api.repo(repository).get_commit(str(request["sha"])).get_statuses():
+            if made.context != str(request["context"]):
+                continue
+            ours = api.is_own_login(made.creator.login if made.creator else "")
+            if ours and (made.state, made.description, made.target_url or None) == wanted:
+                return Written(str(made.id), target_url, fresh=True)
+            return None  # newest first: an older one of ours is not this write's effect
+        return None
+
+    return post, lambda: api.read(lookup)
 
 
 def _comment_edit(

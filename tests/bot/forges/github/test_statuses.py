@@ -120,3 +120,13 @@ def test_a_status_overtaken_in_flight_sends_the_newest_once_more(gh_settings, gi
     again = overtaken(gh_settings, ours, landed)
     assert again is not None
     assert (again["state"], again["description"], again["version"]) == ("success", "clean", 3)
+
+
+def test_a_status_whose_answer_was_lost_is_found_not_posted_again(gh_settings, github_api, target):
+    _, head = target
+    github_api.fault("POST", rf"/statuses/{head}$", status=502, after_effect=True)
+    _status(GitHubApi(gh_settings), head, "failure", "1 violation")
+    assert github_api.statuses_of(REPO, head) == [(CONTEXT, "failure", "1 violation")]
+    with session_scope(gh_settings.resolved_database_url) as session:
+        [write] = session.scalars(select(GitHubWrite)).all()
+        assert write.remote_id is not None  # recorded from what GitHub showed
