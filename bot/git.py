@@ -12,6 +12,7 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -30,9 +31,9 @@ class GitError(RuntimeError):
     """A git command failed; the message holds the command and git's own words."""
 
 
-def git(repo: Path, *args: str, check: bool = True) -> str:
-    """Run ``git -C repo args...`` and return its stdout."""
-    env = {**os.environ, **_AUTHOR, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+    """Run ``git -C repo args...`` and return its stdout (``env``: added to the environment)."""
+    env = {**os.environ, **_AUTHOR, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     result = subprocess.run(
         ["git", "-C", str(repo), *args],
         capture_output=True,
@@ -119,10 +120,20 @@ def remove_worktree(repo: Path, path: Path) -> None:
     git(repo, "worktree", "prune", check=False)
 
 
-def commit_all(worktree: Path, message: str) -> str:
-    """Commit every change in ``worktree`` and return the new commit's SHA."""
+def commit_all(worktree: Path, message: str, *, at: datetime | None = None) -> str:
+    """Commit every change in ``worktree`` and return the new commit's SHA.
+
+    ``at``: the commit's author and committer date. The same changes on the same parent with
+    the same message and ``at`` are then the same commit: a publication redone after a crash
+    pushes the commit it pushed before (a no-op on GitHub), not a new one.
+    """
     git(worktree, "add", "--all")
-    git(worktree, "commit", "--quiet", "--no-verify", "-m", message)
+    dated = None
+    if at is not None:
+        aware = at if at.tzinfo else at.replace(tzinfo=UTC)  # SQLite hands back naive UTC
+        stamp = f"{int(aware.timestamp())} +0000"
+        dated = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    git(worktree, "commit", "--quiet", "--no-verify", "-m", message, env=dated)
     return resolve_commit(worktree, "HEAD")
 
 

@@ -127,7 +127,8 @@ def supersede(
     for fix in candidates:
         if remaining_violations(settings, mirror, commit, fix.contract, fix.violation_keys):
             continue
-        forge.close_pull(fix.repository, fix.number)  # closing a closed PR is harmless
+        # Once per fix PR: recorded before it is sent, found closed after a lost answer.
+        forge.close_pull(fix.repository, fix.number, key=f"close:{fix.repository}:{fix.number}")
         done.append(fix)
     if not done:
         return "nothing superseded"

@@ -4,8 +4,9 @@ signed webhooks, the GitHub double answering over HTTP, real pushes into its rep
 The story of issue #14: three PRs are open, branched before a contract commit; one adds a worker
 that overrides ``forward``. The contract lands on ``main``: exactly that PR fails
 ``repairbot/contracts`` and gets one review whose suggestions, committed as GitHub commits them,
-turn it green on the next push; the other two stay green. A push that changes nothing posts
-nothing.
+turn it green on the next push; the other two stay green (re-checked against the new base,
+their status unchanged: the same status asked for again is not POSTed again). A push that
+changes nothing posts nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import time
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import select
 
+from bot.db.records.contract_checks import ContractCheck
+from bot.db.session import session_scope
 from tests.bot.pipeline.pr_repos import CONTRACT, PRE_CONTRACT, commit, new_repo, worker
 from tests.fakes.github_api import TOKEN
 from tests.fakes.github_reviews import reviews_of
@@ -65,6 +69,18 @@ def _open(github_api, service, pre: str, branch: str, files: dict[str, str | Non
     return number
 
 
+def _checked_against(service, number: int, base: str) -> bool:
+    """Whether the service recorded a check of PR ``number`` against base commit ``base``."""
+    url = f"sqlite:///{(service.data_dir / 'repairbot.db').resolve()}"
+    with session_scope(url) as session:
+        found = session.scalar(
+            select(ContractCheck.id).where(
+                ContractCheck.number == number, ContractCheck.base_sha == base
+            )
+        )
+        return found is not None
+
+
 def _head(github_api, number: int) -> str:
     return str(github_api.repos[REPO].refresh(number)["head"]["sha"])
 
@@ -105,9 +121,8 @@ def test_the_contract_lands_and_only_the_violating_pr_fails_until_its_suggestion
 
     _wait(lambda: _states(github_api, bad_head) == ["success", "failure"], service)
     for number in (docs, util):
-        _wait(
-            lambda n=number: _states(github_api, _head(github_api, n)) == ["success"] * 2, service
-        )
+        _wait(lambda n=number: _checked_against(service, n, landed), service)
+        assert _states(github_api, _head(github_api, number)) == ["success"]
     [failure] = [
         s
         for s in github_api.repos[REPO].statuses

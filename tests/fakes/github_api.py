@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes import github_webhooks
 from tests.fakes.github_git import FakeRepo, git_out
+from tests.fakes.github_holdings import GitHubHoldings
 from tests.fakes.github_schema import validate
 from tests.fakes.github_shapes import pull_request
 
@@ -99,8 +100,9 @@ class Request:
 
 
 @dataclass
-class FakeGitHub:
-    """The server's state and the test-side API (setting up repos, queuing faults, events)."""
+class FakeGitHub(GitHubHoldings):
+    """The server's state and the test-side API (setting up repos, queuing faults, events);
+    what it holds, counted, comes from ``GitHubHoldings`` (``github_holdings.py``)."""
 
     root: Path
     url: str = ""

@@ -238,6 +238,16 @@ def create_status(state: FakeGitHub, request: Request) -> Answer:
     return 201, {k: v for k, v in status.items() if k != "sha"}
 
 
+def list_statuses(state: FakeGitHub, request: Request) -> Answer:
+    """The statuses of a commit, newest first, as GitHub lists them."""
+    repo = _repo(state, request)
+    if repo is None:
+        return _not_found()
+    sha = request.match["sha"]
+    made = [s for s in repo.statuses if s["sha"] == sha]
+    return 200, [{k: v for k, v in s.items() if k != "sha"} for s in reversed(made)]
+
+
 def get_commit(state: FakeGitHub, request: Request) -> Answer:
     repo = _repo(state, request)
     if repo is None:
@@ -290,6 +300,9 @@ ROUTES: list[Route] = [
     _route("PATCH", REPO + r"/issues/comments/(?P<id>\d+)", edit_comment, "issue-comment"),
     _route("POST", REPO + r"/issues/comments/(?P<id>\d+)/reactions", create_reaction, "reaction"),
     _route("POST", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", create_status, "status"),
+    # PyGithub's ``Commit.get_statuses`` asks GitHub's older path, which GitHub still answers.
+    _route("GET", REPO + r"/statuses/(?P<sha>[0-9a-f]{7,40})", list_statuses, "status"),
+    _route("GET", REPO + r"/commits/(?P<sha>[0-9a-f]{7,40})/statuses", list_statuses, "status"),
     _route("GET", REPO + r"/commits/(?P<sha>[^/]+)", get_commit, "commit"),
     _route(
         "GET",

@@ -274,6 +274,10 @@ def test_a_whole_pull_request_through_every_route_stays_in_the_schema(tmp_path: 
             f"/repos/acme/trt/statuses/{head}",
             {"state": "success", "context": "repairbot/contracts", "description": "ok"},
         )
+        assert [s["state"] for s in _call(state, "GET", f"/repos/acme/trt/statuses/{head}")] == [
+            "success"
+        ]
+        assert len(_call(state, "GET", f"/repos/acme/trt/commits/{head}/statuses")) == 1
         commit = _call(state, "GET", f"/repos/acme/trt/commits/{head}")
         assert commit["commit"]["message"] == "say why" and len(commit["parents"]) == 1
         level = _call(state, "GET", "/repos/acme/trt/collaborators/maintainer/permission")

@@ -44,6 +44,12 @@ class PrNotice(Base):
     comment_url: Mapped[str | None] = mapped_column(Text)
     body_digest: Mapped[str] = mapped_column(String(64), default="")  # of the text on GitHub
     edits: Mapped[int] = mapped_column(Integer, default=0)
+    # Compare-and-set between tasks syncing one notice at once: each new text planned bumps
+    # ``version`` (``planned_digest`` is its digest); a plan older than ``version`` is dropped
+    # unsent, and ``sent_version`` is the newest one GitHub was sent.
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    sent_version: Mapped[int] = mapped_column(Integer, default=0)
+    planned_digest: Mapped[str] = mapped_column(String(64), default="")
     rerun_comment_id: Mapped[str | None] = mapped_column(String(64))  # the re-run command's
     # The PR head that failed (the report's), and why no re-run command was posted for it
     # (its head moved since: only a maintainer may run CI on commits nobody reviewed).

@@ -12,7 +12,6 @@ import hashlib
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
-from uuid import uuid4
 
 from github import GithubException
 from github.PullRequest import PullRequest
@@ -23,11 +22,11 @@ from bot.config import Settings
 from bot.db.models import Fix, FixComment
 from bot.forges.base import StatusState
 from bot.forges.fix_rows import status_comment
-from bot.forges.github import retry
+from bot.forges.github import retry, statuses
 from bot.forges.github.client import github_session
 from bot.forges.github.outbox import Written, defer, send_or_defer, write_once
 from bot.forges.github.pulls import PullInfo, PullState
-from bot.forges.github.write_ops import comment_text, write_operations
+from bot.forges.github.write_ops import Operations, write_operations
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -246,14 +245,13 @@ class GitHubApi:
         return self._write(session, key, "comment", repository, str(number), request)
 
     def edit_comment(
-        self, repository: str, number: int, comment_id: int, body: str, *, key: str
-    ) -> None:
+        self, repository: str, number: int, comment_id: int, body: str, *, key: str, edit_key: str
+    ) -> Written:
         """Replace the text of a comment posted by ``post_comment`` with ``key`` (its hidden
-        marker kept, so it is still found); the same edit twice is harmless, so a plain retry."""
-        text = comment_text(key, body, marked=True)
-        self._read(
-            lambda: self.repo(repository).get_issue(number).get_comment(comment_id).edit(text)
-        )
+        marker kept, so it is still found), once per ``edit_key`` (the edit's own outbox key,
+        counted against the cap; a lost answer is found again by the comment's text)."""
+        request = {"number": number, "comment_id": comment_id, "body": body, "key": key}
+        return self._now(edit_key, "comment-edit", repository, str(comment_id), request)
 
     def react(
         self, session: Session | None, repository: str, number: int, comment_id: int, content: str
@@ -265,9 +263,10 @@ class GitHubApi:
         key = f"reaction:{repository}:{comment_id}:{content}"
         self._write(session, key, "reaction", repository, str(comment_id), request)
 
-    def close_pull(self, repository: str, number: int) -> None:
-        """Close a PR (closing a closed PR is harmless, so a plain retry is safe)."""
-        self._read(lambda: self.repo(repository).get_pull(number).edit(state="closed"))
+    def close_pull(self, repository: str, number: int, *, key: str) -> Written:
+        """Close a PR once per ``key`` (recorded first, counted against the cap; a lost answer
+        is found by the PR being closed)."""
+        return self._now(key, "pull-close", repository, str(number), {"number": number})
 
     def commit_status(
         self,
@@ -282,17 +281,21 @@ class GitHubApi:
     ) -> None:
         """Set a commit status (statuses work with any token; deferred with a ``session``).
 
-        Each call is a new write (counted against the cap): setting the same status twice is
-        harmless, and a later status with the same text must still replace a different one.
+        Once per change (``bot.forges.github.statuses``): the status the commit's context has
+        already been asked for is the same write again (sent once); a different one is a new
+        write, and an older one still unsent when a newer is asked for is dropped.
         """
-        request = {
+        request: dict[str, Any] = {
+            "repository": repository,
             "sha": sha,
             "state": state,
             "context": context,
             "description": description,
             "target_url": target_url,
         }
-        self._write(session, f"status:{uuid4().hex}", "status", repository, sha, request)
+        request["version"] = version = statuses.requested(self.settings, session, request)
+        key = statuses.status_key(repository, sha, context, version)
+        self._write(session, key, "status", repository, sha, request)
 
     # ----- the outbox ----------------------------------------------------------------------
     def _write(
@@ -307,7 +310,7 @@ class GitHubApi:
         wait: bool = False,
     ) -> Written | None:
         """Defer the write into ``session``'s transaction, or send it now (``outbox``)."""
-        return send_or_defer(
+        written = send_or_defer(
             self.settings,
             session,
             key=key,
@@ -315,17 +318,37 @@ class GitHubApi:
             repository=repository,
             target=target,
             request=request,
-            operations=lambda: write_operations(self, kind, repository, key, request),
+            operations=lambda: self._operations(kind, repository, key, request),
             wait=wait,
         )
+        if kind != "status" or written is None:
+            return written
+        again = statuses.overtaken(self.settings, request, written)
+        if again is not None:  # ours may have landed after a newer one
+            key = statuses.status_key(repository, again["sha"], again["context"], again["version"])
+            self._write(None, key, kind, repository, target, again, wait=wait)
+        return written
+
+    def _now(
+        self, key: str, kind: str, repository: str, target: str, request: dict[str, Any]
+    ) -> Written:
+        written = self._write(None, key, kind, repository, target, request)
+        assert written is not None  # sent now: no session to defer into
+        return written
+
+    def _operations(
+        self, kind: str, repository: str, key: str, request: dict[str, Any]
+    ) -> Operations:
+        post, find = write_operations(self, kind, repository, key, request)
+        if kind == "status":  # dropped unsent when a newer status was asked for since
+            post = statuses.guarded(self.settings, request, post)
+        return post, find
 
     def send_deferred(
         self, key: str, kind: str, repository: str, target: str, request: dict[str, Any]
     ) -> Written:
         """Send a deferred write now, without waiting for a slot (``NoSlot`` when none)."""
-        written = self._write(None, key, kind, repository, target, request)
-        assert written is not None
-        return written
+        return self._now(key, kind, repository, target, request)
 
     # ----- the Forge protocol --------------------------------------------------------------
     def comment(self, session: Session, fix: Fix, body: str, *, key: str | None = None) -> None:

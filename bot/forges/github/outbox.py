@@ -45,6 +45,10 @@ from bot.queue.starts import start_send_github_write
 KEY_CHARS = 200  # github_writes.key
 WINDOW_S = 60.0
 _SLOT_LOCK = 7_312_026  # pg_advisory_xact_lock's key for slot reservations
+# Another attempt holds this very write's slot (two workers, a redelivery): its answer is
+# usually a request away, so poll for it this long before giving up with ``NoSlot``.
+IN_FLIGHT_WAIT_S = 10.0
+IN_FLIGHT_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -136,11 +140,27 @@ def _record(settings: Settings, key: str, written: Written) -> None:
             row.error = None
 
 
+def has_started(session: Session, key: str) -> bool:
+    """Whether the write ``key`` took its slot (it is being sent, or was): it may be on GitHub."""
+    row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == stored_key(key)))
+    return row is not None and (row.slot_at is not None or row.remote_id is not None)
+
+
 def reserve_slot(settings: Settings, key: str) -> float:
     """Reserve a slot under the cap for the write ``key``: 0 when this call took one, else how
     many seconds to wait: until the oldest slot of the window frees, or, when ``key`` already
     holds a slot of the last minute (another attempt is sending it, or died doing so), until
     that one expires (then a ``find`` tells whether it landed)."""
+    return _reserve(settings, key)[0]
+
+
+def _reserve(settings: Settings, key: str) -> tuple[float, bool]:
+    """``reserve_slot``'s answer, and whether the wait is for another attempt at this write.
+
+    Race-free across processes: the row is read after the lock that serialises reservations
+    (an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so of two processes that
+    both found the row without a slot (``_claim`` answered False to both) exactly one sets it;
+    the other sees it set and waits for that attempt's answer."""
     with session_scope(settings.resolved_database_url) as session:
         if session.get_bind().dialect.name == "postgresql":
             session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SLOT_LOCK})
@@ -149,16 +169,18 @@ def reserve_slot(settings: Settings, key: str) -> float:
             raise ValueError(f"no write recorded under {key!r}")
         now = utcnow()
         window = now - timedelta(seconds=WINDOW_S)
+        if row.remote_id is not None:  # another attempt sent it since: ``_claim`` returns it
+            return 0.05, True
         if row.slot_at is not None and _aware(row.slot_at) >= window:
-            return max((_aware(row.slot_at) - window).total_seconds(), 0.05)
+            return max((_aware(row.slot_at) - window).total_seconds(), 0.05), True
         if writes_in_last_minute(session) < settings.github_writes_per_minute:
             row.slot_at = now
-            return 0.0
+            return 0.0, False
         oldest = session.scalar(
             select(func.min(GitHubWrite.slot_at)).where(GitHubWrite.slot_at >= window)
         )
         frees = (_aware(oldest) - window).total_seconds() if oldest is not None else 1.0
-        return max(frees, 0.05)
+        return max(frees, 0.05), False
 
 
 def _aware(moment: datetime) -> datetime:
@@ -183,20 +205,28 @@ def write_once(
 
     No slot under the cap: ``NoSlot`` (a task is retried when one frees, so a spent budget never
     holds a worker: ``bot.pipeline.task_base``); with ``wait``, sleep until one frees instead.
+    Another attempt sending this same write (another worker or replica): its answer is awaited
+    for up to ``IN_FLIGHT_WAIT_S``, then ``NoSlot`` until its slot expires.
     """
     key = stored_key(key)
+    polled, look = 0.0, True
     while True:
         claimed = _claim(settings, key, kind, repository, target[:200])
         if isinstance(claimed, Written):
             return claimed
-        if claimed is True:  # an earlier attempt left no result: did it land after all?
+        if claimed is True and look:  # an earlier attempt left no result: did it land?
             found = find()
             if found is not None:
                 _record(settings, key, found)
                 return found
-        wait_s = reserve_slot(settings, key)
+        wait_s, in_flight = _reserve(settings, key)
         if wait_s <= 0:
             break
+        if in_flight and polled < IN_FLIGHT_WAIT_S:
+            sleep(IN_FLIGHT_POLL_S)  # polled for its answer, not looked for on GitHub
+            polled, look = polled + IN_FLIGHT_POLL_S, False
+            continue
+        look = True
         if not wait:
             raise NoSlot(wait_s)
         sleep(min(wait_s, WINDOW_S))

@@ -140,9 +140,13 @@ def _reserve(settings: Settings, c: Candidate) -> int | Linked:
 
 def _open(settings: Settings, api: GitHubApi, c: Candidate, fix_id: int) -> Opened:
     """Commit, push the branch and open the PR of the reserved fix ``fix_id`` (again, for a
-    resumed run: the push is forced and the PR is opened once per fix row)."""
+    resumed run: the same commit is pushed again and the PR is opened once per fix row)."""
     assert c.base_ref is not None, "a GitHub candidate always names its base branch"
-    head = commit_all(c.worktree, c.text.commit_message)
+    with session_scope(settings.resolved_database_url) as session:
+        reserved_at = session.get_one(Fix, fix_id).created_at
+    # Dated by the fix row: redone after a crash, the same changes are the same commit, so the
+    # forced push below re-pushes what is on GitHub already (a no-op) and the PR keeps its head.
+    head = commit_all(c.worktree, c.text.commit_message, at=reserved_at)
     check_push(
         c.repo, head, trusted=[c.trusted_tip or ""], made={head}, where=f"{c.repository} {c.branch}"
     )

@@ -4,7 +4,9 @@
 A request is plain JSON (a deferred write keeps it in ``github_writes.request`` until its task
 sends it), so every kind is rebuilt here from its fields alone: a comment (``number``, ``body``,
 ``marked``), a reaction (``number``, ``comment_id``, ``content``), a commit status (``sha``,
-``state``, ``context``, ``description``, ``target_url``).
+``state``, ``context``, ``description``, ``target_url``; ``version``: see
+``bot.forges.github.statuses``), a comment's edit (``number``, ``comment_id``, ``body``, ``key``:
+the comment's own key, whose marker the text keeps), a PR's closing (``number``).
 """
 
 from __future__ import annotations
@@ -91,21 +93,74 @@ def _reaction(api: WriteClient, repository: str, key: str, request: dict[str, An
 
 def _status(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
     target_url = request.get("target_url")
+    description = str(request["description"])[:STATUS_DESCRIPTION_MAX]
 
     def post() -> Written:
         commit = api.repo(repository).get_commit(str(request["sha"]))
         made = commit.create_status(
             state=str(request["state"]),
             context=str(request["context"]),
-            description=str(request["description"])[:STATUS_DESCRIPTION_MAX],
+            description=description,
             **({"target_url": target_url} if target_url else {}),
         )
         return Written(str(made.id), target_url, fresh=True)
 
-    return post, lambda: None  # a status set twice is harmless
+    def lookup() -> Written | None:  # a lost answer: the newest status of its context is ours
+        wanted = (str(request["state"]), description, target_url or None)
+        for made in api.repo(repository).get_commit(str(request["sha"])).get_statuses():
+            if made.context != str(request["context"]):
+                continue
+            ours = api.is_own_login(made.creator.login if made.creator else "")
+            if ours and (made.state, made.description, made.target_url or None) == wanted:
+                return Written(str(made.id), target_url, fresh=True)
+            return None  # newest first: an older one of ours is not this write's effect
+        return None
+
+    return post, lambda: api.read(lookup)
 
 
-_KINDS = {"comment": _comment, "reaction": _reaction, "status": _status}
+def _comment_edit(
+    api: WriteClient, repository: str, key: str, request: dict[str, Any]
+) -> Operations:
+    number, comment_id = int(request["number"]), int(request["comment_id"])
+    text = comment_text(str(request["key"]), str(request["body"]), marked=True)
+
+    def post() -> Written:
+        comment = api.repo(repository).get_issue(number).get_comment(comment_id)
+        comment.edit(text)
+        return Written(str(comment_id), comment.html_url, fresh=True)
+
+    def lookup() -> Written | None:  # a lost answer: the comment says our text already
+        comment = api.repo(repository).get_issue(number).get_comment(comment_id)
+        if comment.body != text:
+            return None
+        return Written(str(comment_id), comment.html_url, fresh=True)
+
+    return post, lambda: api.read(lookup)
+
+
+def _pull_close(api: WriteClient, repository: str, key: str, request: dict[str, Any]) -> Operations:
+    number = int(request["number"])
+
+    def post() -> Written:
+        pull = api.repo(repository).get_pull(number)
+        pull.edit(state="closed")
+        return Written(str(number), pull.html_url, fresh=True)
+
+    def lookup() -> Written | None:  # a lost answer: the PR is closed already
+        pull = api.repo(repository).get_pull(number)
+        return Written(str(number), pull.html_url, fresh=True) if pull.state == "closed" else None
+
+    return post, lambda: api.read(lookup)
+
+
+_KINDS = {
+    "comment": _comment,
+    "comment-edit": _comment_edit,
+    "pull-close": _pull_close,
+    "reaction": _reaction,
+    "status": _status,
+}
 
 
 def write_operations(

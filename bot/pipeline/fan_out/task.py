@@ -4,8 +4,9 @@ comment saying which fix PR carries the root cause and how far it is, edited in 
 One ``pr_notices`` row per (repository, PR, fix). The row is made in the transaction that
 records the run's publication (``record_notice``), so a crash never forgets it; posting is a
 task of its own (``pr_notice``), so a rate limit never repeats a repair. The comment is created
-through the outbox under a key of the row (a retried task never posts twice) and later edited
-only when its text changes (the row keeps the digest of the text on GitHub): when a verification
+through the outbox under a key of the row (a retried task never posts twice) and later edited,
+through the outbox too, only when its text changes (``bot.pipeline.fan_out.notice_sync``: the
+newest planned text wins however many tasks sync one notice at once): when a verification
 of the fix is announced, when the fix merges, is closed or superseded (``queue_refresh``, then
 ``pr_notices_refresh``). Once the fix merged, each notice's PR that is still open also gets the
 repository's re-run command, if its base branch's ``.repairbot.toml`` names one
@@ -16,11 +17,10 @@ Only GitHub: the local forge has no PRs but its own, so no notice is recorded th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 from github import GithubException
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -28,13 +28,12 @@ from bot.config import Settings
 from bot.db.models import Fix, FixState, utcnow
 from bot.db.records.opt_outs import opted_out
 from bot.db.records.pr_notices import NoticeState, PrNotice
-from bot.db.rows import contract_of
 from bot.db.session import session_scope
 from bot.forges.github.forge import GitHubForge
 from bot.forges.github.mirror import sync_mirror
 from bot.forges.github.pulls import WRITERS, PullState
 from bot.forges.github.retry import RateLimited
-from bot.pipeline.fan_out.text import NoticeFacts, body_digest, notice_body, verification_line
+from bot.pipeline.fan_out.notice_sync import notice_key, sync_notice
 from bot.pipeline.repair.trusted_config import config_text
 from bot.pipeline.task_base import RepairbotTask, TransientError
 from bot.queue import names as task_names
@@ -42,7 +41,7 @@ from bot.queue.celery_app import app
 from bot.queue.starts import start_pr_notice, start_pr_notices_refresh
 from fixers.contracts.model import CONFIG_FILE, parse_config
 
-_GONE = (404, 410)  # no such PR (or repository): recorded as failed, never retried
+__all__ = ["notice_key", "pr_notice", "pr_notices_refresh", "refresh_notices", "sync_notice"]
 
 
 @app.task(name=task_names.PR_NOTICE, base=RepairbotTask, bind=True)
@@ -57,11 +56,6 @@ def pr_notices_refresh(self: RepairbotTask, fix_id: int) -> list[str]:
     """Fix ``fix_id`` changed: update each of its notices (and post re-run commands once it
     merged); what happened to each (the worker logs it)."""
     return refresh_notices(self.settings, fix_id)
-
-
-def notice_key(notice: PrNotice) -> str:
-    """The outbox key of a notice's comment: one comment per (repository, PR, fix), ever."""
-    return f"pr-notice:{notice.repository}:{notice.pr_number}:{notice.fix_id}"
 
 
 def record_notice(
@@ -135,14 +129,22 @@ def queue_refresh(session: Session, fix: Fix) -> None:
 
 
 def resend_pending(session: Session, *, older_than: timedelta) -> int:
-    """The reconciler's part: re-send each notice still pending ``older_than`` after it was
-    recorded or last sent (its task was lost) whose fix PR has a number; how many."""
+    """The reconciler's part: re-send each notice still pending, or whose newest planned text
+    is unsent, ``older_than`` after it was recorded or last sent (its task was lost), whose fix
+    PR has a number; how many."""
     cutoff = utcnow() - older_than
     stale = session.scalars(
         select(PrNotice)
         .join(Fix, Fix.id == PrNotice.fix_id)
         .where(
-            PrNotice.state == NoticeState.PENDING.value,
+            # Never posted, or posted with a newer text planned whose task was lost.
+            or_(
+                PrNotice.state == NoticeState.PENDING.value,
+                and_(
+                    PrNotice.state == NoticeState.POSTED.value,
+                    PrNotice.sent_version < PrNotice.version,
+                ),
+            ),
             PrNotice.updated_at < cutoff,
             Fix.number.is_not(None),
         )
@@ -155,132 +157,6 @@ def resend_pending(session: Session, *, older_than: timedelta) -> int:
         notice.updated_at = utcnow()  # not stale again until another ``older_than`` passes
         start_pr_notice(session, notice.id)
     return len(stale)
-
-
-def facts_of(fix: Fix) -> NoticeFacts:
-    """What a notice of ``fix`` says now."""
-    contract = contract_of(fix.runs[0]) if fix.runs else None
-    latest = fix.verifications[-1] if fix.verifications else None
-    return NoticeFacts(
-        fix_number=fix.number or 0,
-        fix_url=fix.url or "",
-        fix_state=fix.state,
-        state_reason=fix.state_reason,
-        base_ref=fix.base_ref or "the base branch",
-        contract=contract.base if contract else fix.signature,
-        forbidden=contract.forbidden if contract else "forward",
-        hook=contract.hook if contract else "_forward_impl",
-        violations=len(fix.violation_keys),
-        verification=verification_line(
-            latest.state if latest else None,
-            latest.verdict if latest else None,
-            latest.reason if latest else "",
-        ),
-    )
-
-
-@dataclass(frozen=True)
-class _Planned:
-    """A notice's write, read in one short transaction and sent outside any."""
-
-    notice_id: int
-    repository: str
-    pr_number: int
-    comment_id: str | None
-    key: str
-    body: str
-    digest: str
-
-
-def _plan(settings: Settings, notice_id: int) -> _Planned | None:
-    """The write the notice needs now (None: none, or it failed for good)."""
-    with session_scope(settings.resolved_database_url) as session:
-        notice = session.get(PrNotice, notice_id)
-        if notice is None or notice.state == NoticeState.FAILED:
-            return None
-        if opted_out(session, repository=notice.repository, pr_number=notice.pr_number):
-            return None  # the PR's author asked the bot to leave it alone (bot.db.records.opt_outs)
-        fix = session.get_one(Fix, notice.fix_id)
-        if fix.number is None:
-            return None  # our PR is not open yet: its refresh follows the opening
-        body = notice_body(facts_of(fix), notice.rerun_held)
-        digest = body_digest(body)
-        if notice.comment_id is not None and digest == notice.body_digest:
-            notice.state = NoticeState.POSTED.value  # a refresh it owed found nothing to edit
-            return None  # the text on GitHub says this already
-        return _Planned(
-            notice.id,
-            notice.repository,
-            notice.pr_number,
-            notice.comment_id,
-            notice_key(notice),
-            body,
-            digest,
-        )
-
-
-def sync_notice(settings: Settings, notice_id: int) -> str:
-    """Post the notice, or edit it when its text changed; what happened, in words."""
-    planned = _plan(settings, notice_id)
-    if planned is None:
-        return "nothing to write"
-    forge = GitHubForge(settings)
-    try:
-        if planned.comment_id is None:
-            written = forge.post_comment(
-                None, planned.repository, planned.pr_number, planned.body, key=planned.key
-            )
-            comment_id, url = written.remote_id, written.url
-        else:
-            forge.edit_comment(
-                planned.repository,
-                planned.pr_number,
-                int(planned.comment_id),
-                planned.body,
-                key=planned.key,
-            )
-            comment_id, url = planned.comment_id, None
-    except RateLimited as exc:
-        raise TransientError(str(exc)) from exc
-    except GithubException as exc:
-        if exc.status is None or exc.status >= 500:
-            raise TransientError(f"GitHub answered {exc.status}: {exc.data}") from exc
-        reason = _refusal(planned, exc)
-        _record(settings, planned, state=NoticeState.FAILED, reason=reason)
-        return reason
-    _record(settings, planned, state=NoticeState.POSTED, comment_id=comment_id, url=url)
-    return "posted" if planned.comment_id is None else "edited"
-
-
-def _refusal(planned: _Planned, exc: GithubException) -> str:
-    """Why GitHub refused a notice for good (a 4xx: retrying would be refused the same way)."""
-    where = f"PR #{planned.pr_number} of {planned.repository}"
-    if exc.status in _GONE:
-        return f"{where} not found on GitHub ({exc.status}): no notice posted"
-    message = exc.data.get("message", "") if isinstance(exc.data, dict) else ""
-    said = f": {message}" if message else ""
-    return f"GitHub refused the notice on {where} ({exc.status}{said})"
-
-
-def _record(
-    settings: Settings,
-    planned: _Planned,
-    *,
-    state: NoticeState,
-    reason: str = "",
-    comment_id: str | None = None,
-    url: str | None = None,
-) -> None:
-    with session_scope(settings.resolved_database_url) as session:
-        notice = session.get_one(PrNotice, planned.notice_id)
-        if state == NoticeState.POSTED and notice.comment_id is not None:
-            notice.edits += 1
-        notice.state, notice.reason = state.value, reason
-        notice.comment_id = comment_id or notice.comment_id
-        notice.comment_url = url or notice.comment_url
-        if state == NoticeState.POSTED:
-            notice.body_digest = planned.digest
-        notice.updated_at = utcnow()
 
 
 def refresh_notices(settings: Settings, fix_id: int) -> list[str]:

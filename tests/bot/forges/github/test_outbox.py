@@ -4,7 +4,9 @@ transactions; waiting for a slot holds no database lock; a refusal is kept and n
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
+import threading
 from datetime import timedelta
 
 import pytest
@@ -160,3 +162,85 @@ def test_no_slot_for_a_synchronous_caller_that_may_not_wait(gh_settings, github_
         GitHubApi(settings).send_deferred(
             "k6", "comment", REPO, str(pull), {"number": pull, "body": "x", "marked": True}
         )
+
+
+def test_one_key_written_at_once_by_many_threads_is_posted_once(gh_settings, github_api, pull):
+    """Four workers (real threads, one barrier) send the same write at once: whichever claims
+    the row, exactly one reserves its slot and POSTs; the others wait for its answer and return
+    it, instead of posting again or giving up with ``NoSlot``."""
+    api = GitHubApi(gh_settings)
+    barrier = threading.Barrier(4)
+    got: list[Written | BaseException] = []
+
+    def post() -> Written:
+        made = api.repo(REPO).get_issue(pull).create_comment("once")
+        return Written(str(made.id), made.html_url, fresh=True)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            got.append(
+                write_once(
+                    gh_settings,
+                    key="k-race",
+                    kind="comment",
+                    repository=REPO,
+                    target=str(pull),
+                    post=post,
+                    find=lambda: None,  # nothing to find: a second POST would show
+                )
+            )
+        except BaseException as exc:  # handed to the test thread
+            got.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(isinstance(g, Written) for g in got), got
+    assert len({g.remote_id for g in got if isinstance(g, Written)}) == 1
+    assert github_api.comment_bodies(REPO, pull) == ["once"]
+    assert github_api.writes(REPO)["comment"] == 1
+
+
+def _post_in_a_process(settings, pull: int, barrier, answers) -> None:
+    """A worker process: post comment ``k-procs`` once, after the barrier; its answer queued."""
+    api = GitHubApi(settings)
+
+    def post() -> Written:
+        made = api.repo(REPO).get_issue(pull).create_comment("once, two processes")
+        return Written(str(made.id), made.html_url, fresh=True)
+
+    barrier.wait()
+    try:
+        written = write_once(
+            settings,
+            key="k-procs",
+            kind="comment",
+            repository=REPO,
+            target=str(pull),
+            post=post,
+            find=lambda: None,
+        )
+        answers.put(written.remote_id)
+    except Exception as exc:  # reported to the test process
+        answers.put(f"raised {exc!r}")
+
+
+def test_one_key_written_at_once_by_two_processes_is_posted_once(gh_settings, github_api, pull):
+    """The same, across processes (spawned: each its own engine and connections), as two API
+    replicas or workers would: one POST on the double, one answer for both."""
+    context = multiprocessing.get_context("spawn")
+    barrier, answers = context.Barrier(2), context.Queue()
+    workers = [
+        context.Process(target=_post_in_a_process, args=(gh_settings, pull, barrier, answers))
+        for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    got = sorted(answers.get(timeout=5) for _ in workers)
+    assert got[0] == got[1] and not got[0].startswith("raised"), got
+    assert github_api.comment_bodies(REPO, pull) == ["once, two processes"]

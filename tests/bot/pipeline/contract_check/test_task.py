@@ -6,6 +6,7 @@ check, good or bad, the worktrees dir holds nothing (no tree, no lease).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from sqlalchemy import select
@@ -13,6 +14,7 @@ from sqlalchemy import select
 from bot.db.records.contract_checks import ContractCheck
 from bot.db.session import session_scope
 from bot.forges.github.api import GitHubApi
+from bot.forges.github.mirror import sync_mirror
 from bot.pipeline.contract_check.blobs import swept_blobs
 from bot.pipeline.contract_check.task import check_pull
 from tests.bot.pipeline.pr_repos import commit, worker
@@ -216,3 +218,28 @@ def test_prs_by_bots_are_not_checked(gh_settings, github_api, spec_repo):
 
     assert "not checked" in _check(gh_settings, number)
     assert _statuses(github_api) == [] and _rows(gh_settings) == []
+
+
+def test_two_checks_of_one_head_at_once_post_its_status_once(gh_settings, github_api, spec_repo):
+    """Two workers given the same PR at once (real threads, one barrier): whatever each says,
+    the head gets one status and one review (``bot.forges.github.statuses``)."""
+    number, head = _open(github_api, spec_repo, "twice", {"spec/ngram.py": worker("NGramWorker")})
+    # The mirror made first: two threads creating it at once race in ``git init`` (a transient
+    # error the task retries; not what this test is about).
+    sync_mirror(gh_settings, REPO, GitHubApi(gh_settings).token())
+    barrier = threading.Barrier(2)
+    said: list[str] = []
+
+    def check() -> None:
+        barrier.wait()
+        said.append(_check(gh_settings, number))
+
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(said) == 2, said
+    assert [s["state"] for s in _statuses(github_api, head)] == ["failure"], said
+    assert len(reviews_of(github_api, REPO, number)) == 1, said
+    assert _left_behind(gh_settings) == []
