@@ -33,4 +33,8 @@ class GitHubStatus(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     target_url: Mapped[str | None] = mapped_column(Text)
     version: Mapped[int] = mapped_column(Integer, default=1)
+    # The newest version POSTed, and a digest of what it said: an equal later version (one in
+    # between dropped unsent) is already what GitHub shows, and is not POSTed again.
+    shown_version: Mapped[int] = mapped_column(Integer, default=0)
+    shown_digest: Mapped[str] = mapped_column(String(64), default="")
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

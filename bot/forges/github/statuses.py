@@ -11,11 +11,15 @@ dropped unsent (``superseded``). One that was current when it was sent but was o
 its POST was in flight may have landed after the newer one; if that newer one had already taken
 its slot (it may be on GitHub before ours), the newest status is sent once more under a new
 version (``overtaken``). So concurrent changes can cost one extra POST of the newest status,
-never leave an older one showing.
+never leave an older one showing. A version equal to the one GitHub shows already (the
+versions between them were dropped unsent: pending, then success superseded by pending again)
+is not POSTed (``shown``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -30,11 +34,18 @@ from bot.db.session import session_scope
 from bot.forges.github.outbox import Written, has_started
 
 SUPERSEDED = "superseded"  # the remote id recorded for a status dropped unsent
+SHOWN = "shown"  # the remote id recorded for a status GitHub already shows, not POSTed again
 
 
 def status_key(repository: str, sha: str, context: str, version: int) -> str:
     """The outbox key of version ``version`` of a status."""
     return f"status:{repository}:{sha}:{context}:{version}"
+
+
+def status_digest(request: dict[str, Any]) -> str:
+    """What a status says (state, description, link), as a digest."""
+    said = [request["state"], request["description"], request["target_url"]]
+    return hashlib.sha256(json.dumps(said).encode()).hexdigest()[:64]
 
 
 def _locked(session: Session, repository: str, sha: str, context: str) -> GitHubStatus | None:
@@ -105,8 +116,12 @@ def guarded(
 
     def checked() -> Written:
         row = _current(settings, request)
-        if row is not None and row.version != int(request["version"]):
+        version = int(request["version"])
+        if row is not None and row.version != version:
             return Written(SUPERSEDED, None, fresh=True)
+        shown = row is not None and row.shown_digest == status_digest(request)
+        if row is not None and shown and row.shown_version < version:
+            return Written(SHOWN, None, fresh=True)
         return post()
 
     return checked
@@ -118,11 +133,13 @@ def overtaken(
     """After a status was POSTed: the request to send again when a newer version was asked for
     and had taken its slot while ours was in flight (it may be on GitHub before ours); None when
     ours is the newest, or the newest is still to be sent (it will land after ours)."""
-    if "version" not in request or written.remote_id == SUPERSEDED or not written.fresh:
+    if "version" not in request or written.remote_id in (SUPERSEDED, SHOWN) or not written.fresh:
         return None
     repository, sha, context = request["repository"], request["sha"], request["context"]
     with session_scope(settings.resolved_database_url) as session:
         row = _locked(session, repository, sha, context)
+        if row is not None and int(request["version"]) > row.shown_version:
+            row.shown_version, row.shown_digest = int(request["version"]), status_digest(request)
         if row is None or row.version <= int(request["version"]):
             return None
         if not has_started(session, status_key(repository, sha, context, row.version)):

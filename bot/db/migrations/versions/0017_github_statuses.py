@@ -29,6 +29,8 @@ def upgrade() -> None:
         sa.Column("description", sa.Text(), nullable=False),
         sa.Column("target_url", sa.Text(), nullable=True),
         sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("shown_version", sa.Integer(), nullable=False, server_default="0"),
+        sa.Column("shown_digest", sa.String(length=64), nullable=False, server_default=""),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("repository", "sha", "context", name="uq_github_statuses_context"),

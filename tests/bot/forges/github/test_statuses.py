@@ -130,3 +130,35 @@ def test_a_status_whose_answer_was_lost_is_found_not_posted_again(gh_settings, g
     with session_scope(gh_settings.resolved_database_url) as session:
         [write] = session.scalars(select(GitHubWrite)).all()
         assert write.remote_id is not None  # recorded from what GitHub showed
+
+
+def test_a_status_github_shows_already_is_not_posted_again(
+    gh_settings, github_api, target, task_settings
+):
+    """pending, then success dropped unsent, then pending again: GitHub still shows the first
+    pending, so the third request is not POSTed (it would be the same status twice in a row)."""
+    _, head = target
+    task_settings(gh_settings)
+    api = GitHubApi(gh_settings)
+    url = gh_settings.resolved_database_url
+    for state, description in (("pending", "verifying"), ("success", "fixed")):
+        with session_scope(url) as session:
+            _status(api, head, state, description, session)
+    [(_, [first]), (_, [dropped])] = sent_tasks(gh_settings)
+    send_write(gh_settings, first)
+    with session_scope(url) as session:
+        _status(api, head, "pending", "verifying", session)
+    [*_, (_, [again])] = sent_tasks(gh_settings)
+    send_write(gh_settings, dropped)
+    send_write(gh_settings, again)
+    assert github_api.statuses_of(REPO, head) == [(CONTEXT, "pending", "verifying")]
+    assert github_api.writes(REPO)["status"] == 1
+    with session_scope(url) as session:
+        assert session.get_one(GitHubWrite, dropped).remote_id == SUPERSEDED
+        assert session.get_one(GitHubWrite, again).remote_id is not None  # settled, unsent
+    with session_scope(url) as session:
+        _status(api, head, "success", "fixed", session)  # a real change still goes out
+    [*_, (_, [done])] = sent_tasks(gh_settings)
+    send_write(gh_settings, done)
+    assert github_api.status_now(REPO, head, CONTEXT) == ("success", "fixed")
+    assert github_api.writes(REPO)["status"] == 2
