@@ -17,8 +17,8 @@ from sqlalchemy import Connection, text
 
 from bench.chaos_traffic import MAINTAINER, Ledger, Target
 from bot.commands.dispatch import reply_key
-from bot.forges.github.write_ops import comment_marker
-from bot.pipeline.fan_out.text import NOTICE_MARKER
+from bot.forges.github.write_ops import STATUS_DESCRIPTION_MAX, comment_marker
+from bot.pipeline.fan_out.text import NOTICE_MARKER, body_digest
 from tests.fakes.github_api import BOT_LOGIN, FakeGitHub
 
 CHECK_CONTEXT = "repairbot/contracts"
@@ -106,19 +106,28 @@ def _bot_comments(github: FakeGitHub, repository: str, number: int) -> list[str]
     return [str(c["body"]) for c in thread if c["user"]["login"] == BOT_LOGIN]
 
 
-def notices(github: FakeGitHub, targets: list[Target], ledger: Ledger) -> Row:
-    """Fan-out: exactly one notice on each PR whose pipeline failed because of its base."""
+def notices(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
+    """Fan-out: exactly one notice on each PR whose pipeline failed because of its base, saying
+    the newest text planned for it (a notice left with older text counts as lost)."""
     affected = {(r, n) for r, n in ledger.builds.values() if n is not None}
-    per_pr = Counter(
-        {
-            f"{r}#{n}": sum(NOTICE_MARKER in body for body in _bot_comments(github, r, n))
-            for r, n in affected
-        }
-    )
-    lost = sum(1 for count in per_pr.values() if count == 0)
+    planned = {
+        (str(r), int(n)): str(digest)
+        for r, n, digest in db.execute(
+            text("SELECT repository, pr_number, planned_digest FROM pr_notices")
+        )
+    }
+    per_pr: Counter[str] = Counter()
+    stale: list[str] = []
+    for repository, number in affected:
+        bodies = [b for b in _bot_comments(github, repository, number) if NOTICE_MARKER in b]
+        per_pr[f"{repository}#{number}"] = len(bodies)
+        shown = body_digest(bodies[-1].rsplit("\n\n", 1)[0]) if bodies else None
+        if shown is not None and shown != planned.get((repository, number)):
+            stale.append(f"{repository}#{number}: older text than planned")
+    lost = sum(1 for count in per_pr.values() if count == 0) + len(stale)
     return Row(
         "notices per affected PR", len(affected), sum(per_pr.values()), lost, _extra(per_pr),
-        examples=_odd(per_pr),
+        examples=_odd(per_pr) + tuple(stale),
     )  # fmt: skip
 
 
@@ -138,8 +147,8 @@ def reruns(github: FakeGitHub, targets: list[Target], ledger: Ledger) -> Row:
 
 
 def statuses(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
-    """Commit statuses: no state posted twice in a row for one head and context, and each
-    checked head's last contract-check status is the one the database decided."""
+    """Commit statuses: no state posted twice in a row for one head and context; the last one
+    of each is the last one asked for; each checked head has its contract-check status."""
     posted: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
     with github.lock:
         for name, repo in github.repos.items():
@@ -152,29 +161,25 @@ def statuses(db: Connection, github: FakeGitHub, ledger: Ledger) -> Row:
         )
         for (repository, sha, context), states in posted.items()
     }
-    repeated = sum(repeats.values())
-    decided = {
-        (repository, head): state
-        for repository, head, state in db.execute(
-            text("SELECT repository, head_sha, state FROM contract_checks ORDER BY id")
+    asked = {
+        (str(r), str(sha), str(context)): (str(state), str(description)[:STATUS_DESCRIPTION_MAX])
+        for r, sha, context, state, description in db.execute(
+            text("SELECT repository, sha, context, state, description FROM github_statuses")
         )
     }
+    wrong = [
+        f"{r} {sha[:12]} {context}: shows {posted.get((r, sha, context), [None])[-1]}, asked {last}"
+        for (r, sha, context), last in asked.items()
+        if posted.get((r, sha, context), [None])[-1] != last
+    ]
     checked = {(r, head) for r, _, head in ledger.pr_events}
-    wrong = 0
-    for repository, head in checked:
-        states = posted.get((repository, head, CHECK_CONTEXT), [])
-        last = states[-1][0] if states else None
-        wrong += last is None or last != _status_of(decided.get((repository, head), ""))
-    examples = tuple(what for what, n in repeats.items() if n)
+    unchecked = [f"{r} {head[:12]}: no status" for r, head in checked
+                 if (r, head, CHECK_CONTEXT) not in posted]  # fmt: skip
+    examples = tuple(what for what, n in repeats.items() if n) + tuple(wrong + unchecked)
     return Row(
-        "statuses per head and context", len(checked), len(posted), wrong, repeated,
-        examples=examples,
+        "statuses per head and context", len(asked), len(posted), len(wrong) + len(unchecked),
+        sum(repeats.values()), examples=examples,
     )  # fmt: skip
-
-
-def _status_of(check_state: str) -> str:
-    """A contract check's state as its commit status says it (they are GitHub's words)."""
-    return check_state
 
 
 def commands(github: FakeGitHub, ledger: Ledger) -> Row:
@@ -262,7 +267,7 @@ def count_all(
         failures(db, ledger),
         runs(db),
         fix_prs(github, targets, ledger),
-        notices(github, targets, ledger),
+        notices(db, github, ledger),
         reruns(github, targets, ledger),
         statuses(db, github, ledger),
         commands(github, ledger),

@@ -53,7 +53,7 @@ def unavailable_json(request: Request, exc: Exception) -> Response:
     """The API's 503 for ``exc``, a database error that means "try again later"."""
     settings: Settings = request.app.state.settings
     log.warning(
-        "database unavailable: %s %s answered 503 (%s: %s)",
+        "database unavailable: %s %r answered 503 (%s: %s)",
         request.method,
         request.url.path,
         type(exc).__name__,

@@ -11,6 +11,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.exc import OperationalError
 
+from bot.db.outage import database_unreachable
 from bot.db.session import engine_for
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -53,7 +54,7 @@ def upgrade_when_reachable(
             upgrade(url)
             return
         except OperationalError as exc:
-            if time.monotonic() + pause > deadline:
+            if not database_unreachable(exc) or time.monotonic() + pause > deadline:
                 raise
             log.warning("database not reachable (%s); trying again in %.1f s", exc.orig, pause)
             sleep(pause)

@@ -321,12 +321,8 @@ class GitHubApi:
             operations=lambda: self._operations(kind, repository, key, request),
             wait=wait,
         )
-        if kind != "status" or written is None:
-            return written
-        again = statuses.overtaken(self.settings, request, written)
-        if again is not None:  # ours may have landed after a newer one
-            key = statuses.status_key(repository, again["sha"], again["context"], again["version"])
-            self._write(None, key, kind, repository, target, again, wait=wait)
+        if kind == "status" and written is not None:
+            statuses.overtaken(self.settings, request, written)  # the newest again, deferred
         return written
 
     def _now(

@@ -31,7 +31,7 @@ from bot.config import Settings
 from bot.db.models import utcnow
 from bot.db.records.github_statuses import GitHubStatus
 from bot.db.session import session_scope
-from bot.forges.github.outbox import Written, has_started
+from bot.forges.github.outbox import Written, defer, has_started
 
 SUPERSEDED = "superseded"  # the remote id recorded for a status dropped unsent
 SHOWN = "shown"  # the remote id recorded for a status GitHub already shows, not POSTed again
@@ -130,9 +130,10 @@ def guarded(
 def overtaken(
     settings: Settings, request: dict[str, Any], written: Written
 ) -> dict[str, Any] | None:
-    """After a status was POSTed: the request to send again when a newer version was asked for
-    and had taken its slot while ours was in flight (it may be on GitHub before ours); None when
-    ours is the newest, or the newest is still to be sent (it will land after ours)."""
+    """After a status was POSTed: the request sent again (deferred: its task sends it) when a
+    newer version was asked for and had taken its slot while ours was in flight (it may be on
+    GitHub before ours); None when ours is the newest, or the newest is still to be sent (it
+    will land after ours)."""
     if "version" not in request or written.remote_id in (SUPERSEDED, SHOWN) or not written.fresh:
         return None
     repository, sha, context = request["repository"], request["sha"], request["context"]
@@ -145,10 +146,17 @@ def overtaken(
         if not has_started(session, status_key(repository, sha, context, row.version)):
             return None
         row.version += 1
-        return {
+        # Ours may have landed last: what GitHub shows is unknown, so the newest is POSTed.
+        row.shown_digest = ""
+        again = {
             **request,
             "state": row.state,
             "description": row.description,
             "target_url": row.target_url,
             "version": row.version,
         }
+        # Recorded, not sent here: its send task retries and the reconciler re-sends it, so a
+        # refusal or a crash now cannot lose the newest status.
+        key = status_key(repository, sha, context, row.version)
+        defer(session, key=key, kind="status", repository=repository, target=sha, request=again)
+        return again

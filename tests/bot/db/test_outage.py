@@ -46,3 +46,28 @@ def test_no_pooled_connection_in_time_is_unreachable(tmp_path: Path) -> None:
         engine.connect()
     engine.dispose()
     assert database_unreachable(raised.value) and isinstance(raised.value, API_UNAVAILABLE)
+
+
+@pytest.mark.parametrize(
+    ("server_error", "waited_out"),
+    [
+        ("AdminShutdown", True),  # 57P01: the server is shutting down (a restart)
+        ("CannotConnectNow", True),  # 57P03: still starting
+        ("TooManyConnections", True),  # 53300
+        ("DeadlockDetected", True),  # 40P01
+        ("DiskFull", False),  # 53100: the same statement fails again
+        ("ProgramLimitExceeded", False),  # 54000
+        ("QueryCanceled", False),  # 57014: a statement timeout
+    ],
+)
+def test_server_errors_are_waited_out_only_when_they_pass(
+    server_error: str, waited_out: bool
+) -> None:
+    """What the server said, by its SQLSTATE class: a task retried without limit on a full disk
+    would run every minute forever."""
+    import psycopg.errors
+
+    orig = getattr(psycopg.errors, server_error)("as the server says it")
+    assert isinstance(orig, psycopg.OperationalError)
+    exc = OperationalError("SELECT 1", {}, orig)
+    assert database_unreachable(exc) is waited_out

@@ -162,3 +162,34 @@ def test_a_status_github_shows_already_is_not_posted_again(
     send_write(gh_settings, done)
     assert github_api.status_now(REPO, head, CONTEXT) == ("success", "fixed")
     assert github_api.writes(REPO)["status"] == 2
+
+
+def test_the_newest_status_is_posted_again_when_an_older_one_landed_last(
+    gh_settings, github_api, target, task_settings
+):
+    """v1 (pending) and v2 (success) both in flight; v2's answer is recorded first, then v1
+    lands last and GitHub shows pending. The resend of v2's status must be POSTed, not taken
+    for what GitHub shows, and it is deferred to its own task (a refusal now cannot lose it)."""
+    _, head = target
+    task_settings(gh_settings)
+    api = GitHubApi(gh_settings)
+    url = gh_settings.resolved_database_url
+    for state, description in (("pending", "checking"), ("success", "clean")):
+        with session_scope(url) as session:
+            _status(api, head, state, description, session)
+    [(_, [first]), (_, [second])] = sent_tasks(gh_settings)
+    send_write(gh_settings, second)  # v2 lands and is recorded first
+    with session_scope(url) as session:
+        v1 = session.get_one(GitHubWrite, first)
+        v1.slot_at = v1.created_at  # v1 had taken its slot: it was in flight
+    ours = {"repository": REPO, "sha": head, "context": CONTEXT, "state": "pending"}
+    ours |= {"description": "checking", "target_url": None, "version": 1}
+    again = overtaken(gh_settings, ours, Written("1", None, fresh=True))  # v1 landed last
+    assert again is not None and (again["state"], again["version"]) == ("success", 3)
+    [*_, (_, [resend])] = sent_tasks(gh_settings)
+    with session_scope(url) as session:
+        row = session.get_one(GitHubWrite, resend)
+        assert row.key == status_key(REPO, head, CONTEXT, 3) and row.remote_id is None
+    send_write(gh_settings, resend)
+    assert github_api.statuses_of(REPO, head)[-1] == (CONTEXT, "success", "clean")
+    assert github_api.writes(REPO)["status"] == 2  # v2, then the resend (v1 never sent here)
