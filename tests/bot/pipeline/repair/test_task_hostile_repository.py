@@ -253,6 +253,12 @@ def _kill_while_paused(settings, run_id: int, pause: Path, attempt: int) -> None
         time.sleep(0.1)
     worker.send_signal(signal.SIGKILL)
     worker.wait(timeout=30)
+    # A child the attempt forked (a warm import-check sandbox) may hold the lease a moment
+    # longer on a loaded machine; the attempt counts as killed once nothing holds it.
+    deadline = time.monotonic() + 60
+    while attempt_alive(settings.worktrees_dir, run_id):
+        assert time.monotonic() < deadline, "the killed attempt's lease is still held"
+        time.sleep(0.1)
 
 
 def _age(settings, run_id: int) -> None:
