@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from bench.soak_traffic import CI_TOKEN, SECRET
+from bench.soak_traffic import CI_TOKEN, SECRET, idle_comment
 from bot.git import git
 from bot.intake.webhook_auth import sign
 from tests.fakes.github_api import BOT_LOGIN, FakeGitHub
@@ -262,12 +262,7 @@ class Sender:
     def send_comment(self) -> None:
         """A new comment that needs no action."""
         delivery = f"d-{uuid.uuid4()}"
-        payload: dict[str, Any] = {
-            "action": "created",
-            "issue": {"number": 1},
-            "comment": {"body": "LGTM", "user": {"login": "dev", "type": "User"}},
-            "sender": {"login": "dev", "type": "User"},
-        }
+        payload = idle_comment()
         if self.deliver("issue_comment", delivery, payload):
             self.sent.append((delivery, payload))
 

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from sqlalchemy import Engine, create_engine, text
@@ -73,6 +74,16 @@ def signed_post(
             "X-Hub-Signature-256": signature,
         },
     )
+
+
+def idle_comment() -> dict[str, Any]:
+    """An ``issue_comment`` payload that needs no action (the traffic's bulk)."""
+    return {
+        "action": "created",
+        "issue": {"number": 1},
+        "comment": {"body": "LGTM", "user": {"login": "dev", "type": "User"}},
+        "sender": {"login": "dev", "type": "User"},
+    }
 
 
 @dataclass
@@ -164,12 +175,7 @@ class Sender:
     def post_comment(self) -> None:
         """A new comment that needs no action."""
         delivery = f"d-{uuid.uuid4()}"
-        payload: dict[str, object] = {
-            "action": "created",
-            "issue": {"number": 1},
-            "comment": {"body": "LGTM", "user": {"login": "dev", "type": "User"}},
-            "sender": {"login": "dev", "type": "User"},
-        }
+        payload = idle_comment()
         with self.tally.timing("webhook"):
             answer = signed_post(self.client, "issue_comment", delivery, payload)
         answer.raise_for_status()

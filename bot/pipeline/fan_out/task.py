@@ -173,14 +173,7 @@ def refresh_notices(settings: Settings, fix_id: int) -> list[str]:
     done = [sync_notice(settings, notice_id) for notice_id in ids]
     if not merged or not base_ref:
         return done
-    forge = GitHubForge(settings)
-    try:
-        command = rerun_command(settings, forge, repository, base_ref)
-    except RateLimited as exc:
-        raise TransientError(str(exc)) from exc
-    if command is None:
-        return [*done, "no re-run command configured"]
-    return done + [post_rerun(settings, forge, notice_id, command) for notice_id in ids]
+    return done + _post_reruns(settings, repository, base_ref, ids)
 
 
 def sync_and_rerun(settings: Settings, notice_id: int) -> list[str]:
@@ -195,14 +188,22 @@ def sync_and_rerun(settings: Settings, notice_id: int) -> list[str]:
         repository, base_ref = fix.repository, fix.base_ref or ""
     if not merged:
         return done
+    return done + _post_reruns(settings, repository, base_ref, [notice_id])
+
+
+def _post_reruns(
+    settings: Settings, repository: str, base_ref: str, notice_ids: list[int]
+) -> list[str]:
+    """The base branch's re-run command posted on each notice's PR (``post_rerun``), or why
+    none is."""
     forge = GitHubForge(settings)
     try:
         command = rerun_command(settings, forge, repository, base_ref)
     except RateLimited as exc:
         raise TransientError(str(exc)) from exc
     if command is None:
-        return [*done, "no re-run command configured"]
-    return [*done, post_rerun(settings, forge, notice_id, command)]
+        return ["no re-run command configured"]
+    return [post_rerun(settings, forge, notice_id, command) for notice_id in notice_ids]
 
 
 def rerun_command(
