@@ -253,10 +253,10 @@ class TreeGroup:
     def kill_all(self) -> int:
         """SIGKILL every process in the group until none is left (or ``KILL_WAIT_S``); how
         many there were at first."""
+        first = self.pids()  # before cgroup.kill, which may have emptied the group on return
         if self.version == 2:
             with contextlib.suppress(OSError):
                 _write(self.folders[""] / "cgroup.kill", "1")
-        first = self.pids()
         deadline = time.monotonic() + KILL_WAIT_S
         left = first
         while left and time.monotonic() < deadline:
