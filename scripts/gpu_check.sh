@@ -4,16 +4,24 @@
 #   scripts/gpu_check.sh                 # results under ./gpu-results
 #   OUT=/some/dir PYTHON=python3 scripts/gpu_check.sh
 #
-# Uses $PYTHON, else the repository's .venv, else python3 - any Python with torch and pytest.
+# Uses $PYTHON, else the repository's .venv, else python3: a Python with torch and pytest for the
+# GPU tests and the benchmark, and with repairbot installed (`pip install -e .` or its wheel) for
+# the verification and sandbox stages: the demo's tests import the bundled runtime from it.
+# Cgroup v2 limits need a cgroup delegated to this process (systemd: Delegate=yes; as root,
+# a cgroup with memory, pids and cpu in its parent's cgroup.subtree_control); without one the
+# sandbox falls back to per-process limits, says why, and the whole-tree tests fail.
 # Writes to ${OUT:-./gpu-results}:
 #   device.txt        nvidia-smi output and torch's view of the device (name, capability, versions)
 #   gpu-tests.xml     JUnit XML of `pytest tests/runtime -m gpu`
 #   gpu-tests.log     the pytest console output
 #   bench-cuda.txt    bench/runtime.py on CUDA at batch 1 and 8 (+ .json)
 #   verify-demo.json  the verification runner on the demo repository (verdict, device)
+#   cgroups.txt       the kernel and its cgroup hierarchy; sandbox-tests.{xml,log}: the sandbox's
+#                     tests (whole-tree limits against hostile suites) on this kernel
 #   summary.txt       one line per stage with its exit status
-# Exit status: 0 when the GPU tests pass and the benchmark's tokens are identical to greedy;
-# 2 when no CUDA device is visible (nothing was checked, which is not a pass); 1 otherwise.
+# Exit status: 0 when the GPU tests, the demo verification and the sandbox tests pass and the
+# benchmark's tokens are identical to greedy; 2 when no CUDA device is visible (nothing was
+# checked, which is not a pass); 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,12 +69,28 @@ for bs in 1 8; do
 done
 
 # The verification runner on the demo repository, on this GPU (issue: verification runner).
-"$PYTHON" scripts/verify_demo.py --queue gpu.any --json "$OUT/verify-demo.json" 2>&1 | tee "$OUT/verify-demo.txt"
+if ! "$PYTHON" -c 'import runtime' 2>/dev/null; then
+    echo "the runtime is not importable by $PYTHON: install repairbot into it (pip install -e .)" \
+        | tee -a "$summary" >&2
+fi
+"$PYTHON" scripts/verify_demo.py --queue gpu.any --json "$OUT/verify-demo.json" \
+    --log "$OUT/verify-demo.log" 2>&1 | tee "$OUT/verify-demo.txt"
 verify_rc=${PIPESTATUS[0]}
 echo "verify demo on cuda: exit $verify_rc" >> "$summary"
 
+# The sandbox's whole-tree limits (cgroups, hostile suites) on this host's kernel: a GPU runner
+# is where target tests run, and its kernel may offer cgroup v2 where the CI machine has v1.
+{ stat -fc 'cgroup root: %T' /sys/fs/cgroup; cat /sys/fs/cgroup/cgroup.controllers 2>&1; \
+  own=$(sed -n 's/^0:://p' /proc/self/cgroup); echo "own: $own"; \
+  cat "/sys/fs/cgroup$own/cgroup.controllers" 2>&1; uname -r; } > "$OUT/cgroups.txt" 2>&1
+"$PYTHON" -m pytest tests/fixers/sandbox -p no:cacheprovider -q -rs --confcutdir tests/fixers \
+    --junitxml="$OUT/sandbox-tests.xml" 2>&1 | tee "$OUT/sandbox-tests.log"
+sandbox_rc=${PIPESTATUS[0]}
+echo "sandbox tree limits on this kernel: exit $sandbox_rc" >> "$summary"
+
 cat "$summary"
-if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ] || [ "$verify_rc" -ne 0 ]; then
+if [ "$tests_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ] || [ "$verify_rc" -ne 0 ] \
+    || [ "$sandbox_rc" -ne 0 ]; then
     exit 1
 fi
 exit 0

@@ -1,6 +1,6 @@
 """Verify a fix of the demo repository with the real runner on this machine's device.
 
-Run: .venv/bin/python scripts/verify_demo.py [--queue gpu.any] [--json FILE]
+Run: .venv/bin/python scripts/verify_demo.py [--queue gpu.any] [--json FILE] [--log FILE]
 
 Builds the demo target from the runtime's legacy workers, fixes it with the codemods, then runs
 the verification runner (sandboxed before/after runs, conformance suite) exactly as a GPU worker
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +34,9 @@ def main() -> int:
         "--queue", default="gpu.any", help="The queue the verification pretends to serve"
     )
     parser.add_argument("--json", type=Path, help="Write the outcome here too")
+    parser.add_argument(
+        "--log", type=Path, help="Copy the verification log here (why a test failed or errored)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="repairbot-verify-demo-") as tmp:
         repo = Path(tmp) / "target"
@@ -55,6 +59,9 @@ def main() -> int:
             reruns=1,
             should_cancel=lambda: False,
         )
+        log = Path(tmp) / "run" / "verification.log"
+        if args.log and log.is_file():  # the run dir goes with the temporary folder
+            shutil.copyfile(log, args.log)
     summary = {
         "verdict": outcome.verdict,
         "device": outcome.device,
