@@ -7,6 +7,7 @@ does not resolve, never an option.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import threading
@@ -29,6 +30,23 @@ BOT_IDENTITY = (_AUTHOR["GIT_AUTHOR_NAME"], _AUTHOR["GIT_AUTHOR_EMAIL"])
 
 class GitError(RuntimeError):
     """A git command failed; the message holds the command and git's own words."""
+
+
+@contextmanager
+def updating(repo: Path) -> Iterator[None]:
+    """Hold this host's lock on updating ``repo`` (created, fetched into, its commit-graph
+    written) for the block: two workers doing so at once collide on git's own lock files.
+
+    An ``flock`` on ``<repo>.sync-lock`` beside it, kept (removing it would let a newcomer lock
+    a new file while another holds the old one); released when its holder dies.
+    """
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(repo.with_name(repo.name + ".sync-lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:

@@ -26,14 +26,9 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from fixers.sandbox.capabilities import NO_DAC_OVERRIDE, has_dac_override
-from fixers.sandbox.cgroups import (
-    TreeGroup,
-    TreeLimitsUnavailable,
-    Usage,
-    own_group,
-)
+from fixers.sandbox.cgroups import TreeGroup, TreeLimitsUnavailable, Usage, own_group
 from fixers.sandbox.environment import clean_environment
-from fixers.sandbox.limits import LimitHit, Limits, narrowed, preexec, size_text, tree_summary
+from fixers.sandbox.limits import LimitHit, Limits, narrowed, preexec, tree_isolation
 from fixers.sandbox.run_dirs import hand_over
 from fixers.sandbox.view import (
     SANDBOX_UID,
@@ -54,8 +49,6 @@ SANDBOXED = (
     "private /dev /proc /tmp, read-only interpreter, only the run dir writable{user}), "
     "process group, clean env"
 )
-IN_CGROUP = "whole tree in a cgroup v{version} of its own ({tree}); rlimits: CPU time, file size"
-PER_PROCESS = "per-process rlimits (memory, processes, CPU time, file size), no whole-tree limits"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -180,18 +173,16 @@ def tree_limits_problem(cgroup_root: Path) -> str | None:
         group.remove()
 
 
-def _tree(options: SandboxOptions, limits: Limits) -> tuple[TreeGroup | None, str]:
+def _tree(options: SandboxOptions, limits: Limits, gpu: bool) -> tuple[TreeGroup | None, str]:
     """The command's cgroup (None where there can be none) and what bounds its tree, in words."""
-    budget = limits.max_disk_bytes
-    disk = "" if budget is None else f"; run dir growth up to {size_text(budget)}"
     problem = tree_limits_problem(options.cgroup_root)
     if problem is None:
         try:
             group = own_group(options.cgroup_root, limits)
-            return group, IN_CGROUP.format(version=group.version, tree=tree_summary(limits)) + disk
+            return group, tree_isolation(limits, group.version)
         except TreeLimitsUnavailable as exc:
             problem = str(exc)
-    return None, f"{PER_PROCESS} ({problem}){disk}"
+    return None, tree_isolation(limits, None, problem, gpu=gpu)
 
 
 def _open_log(log_path: Path) -> BinaryIO:
@@ -327,7 +318,7 @@ def start_isolated(
     argv, view, isolation = _prepare(command, cwd, run_dir, log_path, options)
     env = dict(env or clean_environment(run_dir))
     limits = narrowed(limits, options.ceiling)
-    group, tree = _tree(options, limits)
+    group, tree = _tree(options, limits, gpu=bool(view and view.devices))
     watch = Watch(group, limits, run_dir.resolve())
     began = time.monotonic()
     where = cwd if view is None else Path("/")  # bubblewrap changes directory itself

@@ -97,6 +97,25 @@ def tree_summary(limits: Limits) -> str:
     return ", ".join(parts) or "no tree limits set"
 
 
+IN_CGROUP = "whole tree in a cgroup v{version} of its own ({tree}); rlimits: CPU time, file size"
+PER_PROCESS = "per-process rlimits ({memory}, processes, CPU time, file size), no whole-tree limits"
+# CUDA needs an uncapped address space, so with GPU devices memory is capped as data
+# (``rlimit_table``), which leaves shared mappings out: only a cgroup bounds those.
+GPU_MEMORY = "memory as data only: shared mappings unbounded with GPU devices exposed"
+
+
+def tree_isolation(
+    limits: Limits, cgroup_version: int | None, problem: str = "", *, gpu: bool = False
+) -> str:
+    """What bounds a command's tree, in words: its cgroup's limits, or (without one, for
+    ``problem``) the per-process rlimits; then the run dir's budget."""
+    budget = limits.max_disk_bytes
+    disk = "" if budget is None else f"; run dir growth up to {size_text(budget)}"
+    if cgroup_version is not None:
+        return IN_CGROUP.format(version=cgroup_version, tree=tree_summary(limits)) + disk
+    return f"{PER_PROCESS.format(memory=GPU_MEMORY if gpu else 'memory')} ({problem}){disk}"
+
+
 def rlimit_table(limits: Limits, *, gpu: bool, tree: bool = False) -> list[tuple[int, int, int]]:
     """The ``(resource, soft, hard)`` triples to set for ``limits`` (pure; applied by
     ``preexec``). ``tree``: a cgroup bounds the tree's memory and processes, so those rlimits

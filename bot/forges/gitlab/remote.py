@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bot.config import Settings
 from bot.forges.gitlab.events import project_path
-from bot.git import GIT_TIMEOUT_S, GitError
+from bot.git import GIT_TIMEOUT_S, GitError, updating
 
 
 def _git(repo: Path, *args: str, token: str) -> str:
@@ -54,20 +54,21 @@ def mirror_path(settings: Settings, project: str) -> Path:
 def sync_mirror(settings: Settings, project: str, token: str) -> Path:
     """A bare mirror of ``project`` with its branches and merge requests' heads, fetched now."""
     path = mirror_path(settings, project)
-    if not (path / "HEAD").exists():
-        path.mkdir(parents=True, exist_ok=True)
-        _git(path, "init", "--quiet", "--bare", token=token)
-    _git(
-        path,
-        "fetch",
-        "--quiet",
-        "--prune",
-        "--force",
-        settings.gitlab_remote(project),
-        "+refs/heads/*:refs/heads/*",
-        "+refs/merge-requests/*/head:refs/merge-requests/*/head",
-        token=token,
-    )
+    with updating(path):
+        if not (path / "HEAD").exists():
+            path.mkdir(parents=True, exist_ok=True)
+            _git(path, "init", "--quiet", "--bare", token=token)
+        _git(
+            path,
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--force",
+            settings.gitlab_remote(project),
+            "+refs/heads/*:refs/heads/*",
+            "+refs/merge-requests/*/head:refs/merge-requests/*/head",
+            token=token,
+        )
     return path
 
 

@@ -117,8 +117,10 @@ def test_the_process_limit_counts_the_sandbox_user_not_the_service(tmp_path: Pat
 
 
 def _no_cgroups(tmp_path: Path) -> SandboxOptions:
-    """Options whose cgroup root does not exist: the per-process rlimits' fallback."""
-    return SandboxOptions(cgroup_root=tmp_path / "no-cgroups")
+    """Options whose cgroup root does not exist: the per-process rlimits' fallback. No GPU
+    devices, so these tests mean the same on a GPU host: with devices exposed memory is capped
+    as data, not address space (``test_with_gpu_devices_memory_is_capped_as_data_...``)."""
+    return SandboxOptions(cgroup_root=tmp_path / "no-cgroups", gpu_devices=False)
 
 
 def test_without_cgroups_memory_limit_refuses_a_huge_allocation(tmp_path: Path) -> None:
@@ -273,7 +275,7 @@ def test_every_limit_is_set_inside_and_a_spinning_process_is_stopped(
         "while True:\n"
         "    pass\n"
     )
-    options = SandboxOptions() if cgroups else _no_cgroups(tmp_path)
+    options = SandboxOptions(gpu_devices=False) if cgroups else _no_cgroups(tmp_path)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     result = run_isolated(

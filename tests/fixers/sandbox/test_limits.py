@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import resource
 
-from fixers.sandbox.limits import GIB, MIB, Limits, narrowed, rlimit_table, size_text, tree_summary
+from fixers.sandbox.limits import (
+    GIB,
+    MIB,
+    Limits,
+    narrowed,
+    rlimit_table,
+    size_text,
+    tree_isolation,
+    tree_summary,
+)
 
 
 def test_a_ceiling_narrows_every_resource_but_keeps_the_commands_timeout() -> None:
@@ -46,3 +55,17 @@ def test_cpu_time_is_soft_one_second_below_hard_so_sigxcpu_names_it() -> None:
     }
     assert table[resource.RLIMIT_CPU] == (7, 8)
     assert table[resource.RLIMIT_FSIZE][0] == table[resource.RLIMIT_FSIZE][1]
+
+
+def test_the_isolation_says_what_bounds_the_tree_and_where_a_gpu_host_falls_short() -> None:
+    """Seen on a GPU runner whose cgroup had no pids or cpu delegated: without a cgroup, a GPU
+    host caps memory as data only, and the verdict must not claim more."""
+    limits = Limits(max_memory_bytes=GIB, max_disk_bytes=2 * GIB)
+    assert tree_isolation(limits, 2).startswith("whole tree in a cgroup v2 of its own (memory 1")
+    assert tree_isolation(limits, 2).endswith("; run dir growth up to 2 GiB")
+    why = "cgroup v2: pids, cpu not available in /sys/fs/cgroup/x"
+    on_cpu = tree_isolation(limits, None, why)
+    on_gpu = tree_isolation(limits, None, why, gpu=True)
+    assert on_cpu.startswith("per-process rlimits (memory, processes") and why in on_cpu
+    assert "shared mappings unbounded with GPU devices exposed" in on_gpu and why in on_gpu
+    assert "shared mappings" not in on_cpu

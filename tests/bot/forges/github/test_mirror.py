@@ -5,10 +5,11 @@ repositories behind a ``file://`` remote."""
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bot.forges.github.mirror import BranchMoved, PushRejected, push_branch, push_onto
+from bot.forges.github.mirror import BranchMoved, PushRejected, push_branch, push_onto, sync_mirror
 from bot.git import commit_all, git, resolve_commit
 from tests.conftest import make_settings
 
@@ -95,3 +96,26 @@ def test_a_name_that_is_not_a_repository_pushes_nothing(remote):
             settings, "../x", mirror, branch="feature", commit=ours, expected=second, token=None
         )
     assert resolve_commit(bare, "refs/heads/feature") == second
+
+
+def test_workers_syncing_one_new_mirror_at_once_all_get_it(tmp_path):
+    """Six tasks of one host fetch the same repository together (the mirror made by the first):
+    before ``bot.git.updating`` they collided on ``git init``'s files and on the commit-graph's
+    lock, failing every time here."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "--quiet", "--initial-branch", "main")
+    for number in range(30):  # enough refs that the fetches overlap
+        (work / f"m{number}.py").write_text(f"m = {number}\n")
+        commit_all(work, f"commit {number}")
+        git(work, "branch", f"topic-{number}")
+    bare = tmp_path / "github" / f"{REPO}.git"
+    bare.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(work), str(bare)], check=True)
+    settings = make_settings(
+        tmp_path / "data", github_git_url_template=f"file://{tmp_path}/github/{{repository}}.git"
+    )
+    with ThreadPoolExecutor(6) as pool:
+        mirrors = list(pool.map(lambda _: sync_mirror(settings, REPO, None), range(6)))
+    assert len(set(mirrors)) == 1
+    assert resolve_commit(mirrors[0], "refs/heads/topic-29") == resolve_commit(bare, "main")
