@@ -101,7 +101,8 @@ def push_branch(
     """Push ``commit`` to ``branch`` on GitHub (``force`` only for branches the bot owns)."""
     refspec = f"{'+' if force else ''}{commit}:refs/heads/{branch}"
     _git(mirror, "push", "--quiet", remote_url(settings, repository), refspec, token=token)
-    _git(mirror, "update-ref", f"refs/heads/{branch}", commit)
+    with updating(mirror):  # a fetch into it may be updating the same ref
+        _git(mirror, "update-ref", f"refs/heads/{branch}", commit)
 
 
 class BranchMoved(GitError):

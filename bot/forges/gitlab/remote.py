@@ -78,4 +78,5 @@ def push_branch(
     """Force ``commit`` onto ``branch`` (a branch the bot owns) on GitLab and in the mirror."""
     refspec = f"+{commit}:refs/heads/{branch}"
     _git(mirror, "push", "--quiet", settings.gitlab_remote(project), refspec, token=token)
-    _git(mirror, "update-ref", f"refs/heads/{branch}", commit, token=token)
+    with updating(mirror):  # a fetch into it may be updating the same ref
+        _git(mirror, "update-ref", f"refs/heads/{branch}", commit, token=token)
