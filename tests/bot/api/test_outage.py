@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.exc import OperationalError
 
@@ -25,6 +26,8 @@ from bot.db.models import CiFailure, Delivery
 from bot.db.session import engine_for, session_scope
 from bot.intake.webhook_auth import sign
 from tests.conftest import CI_TOKEN, SECRET, make_settings
+from tests.fakes.buildkite.deliveries import WEBHOOK_TOKEN as BUILDKITE_TOKEN
+from tests.fakes.gitlab.deliveries import WEBHOOK_TOKEN as GITLAB_TOKEN
 
 RETRY_AFTER = 7
 REPORT = (
@@ -146,3 +149,43 @@ def test_postgresql_down_answers_503_with_retry_after_and_recovers_without_resta
         reports = session.scalars(select(CiFailure.build_number)).all()
     assert {"before-the-outage", "during-the-outage"} <= stored
     assert reports == [1]
+
+
+def test_gitlab_and_buildkite_deliveries_in_an_outage_get_503_and_their_retries_are_stored(
+    private_postgres: PrivatePostgres, outage_settings: Settings
+) -> None:
+    """The other CIs' webhooks take the same path: refused with Retry-After while PostgreSQL is
+    down (each CI retries a 5xx), stored once when the retry comes after it is back."""
+    settings = outage_settings.model_copy(
+        update={
+            "gitlab_webhook_token": SecretStr(GITLAB_TOKEN),
+            "buildkite_webhook_token": SecretStr(BUILDKITE_TOKEN),
+        }
+    )
+    pipeline = json.dumps({"object_kind": "pipeline", "object_attributes": {"id": 1}}).encode()
+    agent = json.dumps({"event": "agent.connected", "agent": {"id": "a-1"}}).encode()
+    gitlab = {"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": GITLAB_TOKEN,
+              "X-Gitlab-Event-UUID": "gl-1", "Content-Type": "application/json"}  # fmt: skip
+    buildkite = {"X-Buildkite-Event": "agent.connected", "X-Buildkite-Token": BUILDKITE_TOKEN,
+                 "Content-Type": "application/json"}  # fmt: skip
+    with TestClient(create_app(settings)) as client:
+
+        def both() -> list[int]:
+            answers = [
+                client.post("/webhooks/gitlab", content=pipeline, headers=gitlab),
+                client.post("/webhooks/buildkite", content=agent, headers=buildkite),
+            ]
+            for answer in answers:
+                _check_unavailable_shape(answer)
+            return [answer.status_code for answer in answers]
+
+        private_postgres.stop("immediate")
+        try:
+            assert both() == [503, 503]
+        finally:
+            private_postgres.start()
+        assert both() == [202, 202]
+        assert [answer // 100 for answer in both()] == [2, 2]  # a second retry: duplicates
+    with session_scope(settings.resolved_database_url) as session:
+        sources = sorted(session.scalars(select(Delivery.source)))
+    assert sources == ["buildkite", "gitlab"]
