@@ -37,6 +37,9 @@ class GitHubWrite(Base):
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # When the write took its place under the per-minute cap (None: not sent yet).
     slot_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    # When the attempt holding that slot failed (it raised, its answer unknown): the next one
+    # looks on GitHub and sends at once, instead of waiting on it until the slot expires.
+    failed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # A deferred write: what to send, when its task was last sent, why GitHub refused it.
     request: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)

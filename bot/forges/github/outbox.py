@@ -24,6 +24,7 @@ waits behind it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
@@ -150,7 +151,8 @@ def reserve_slot(settings: Settings, key: str) -> float:
     """Reserve a slot under the cap for the write ``key``: 0 when this call took one, else how
     many seconds to wait: until the oldest slot of the window frees, or, when ``key`` already
     holds a slot of the last minute (another attempt is sending it, or died doing so), until
-    that one expires (then a ``find`` tells whether it landed)."""
+    that one expires (then a ``find`` tells whether it landed). The slot of an attempt that
+    failed is taken over at once."""
     return _reserve(settings, key)[0]
 
 
@@ -171,16 +173,34 @@ def _reserve(settings: Settings, key: str) -> tuple[float, bool]:
         window = now - timedelta(seconds=WINDOW_S)
         if row.remote_id is not None:  # another attempt sent it since: ``_claim`` returns it
             return 0.05, True
-        if row.slot_at is not None and _aware(row.slot_at) >= window:
+        if row.slot_at is not None and _aware(row.slot_at) >= window and not _ended(row):
             return max((_aware(row.slot_at) - window).total_seconds(), 0.05), True
         if writes_in_last_minute(session) < settings.github_writes_per_minute:
-            row.slot_at = now
+            row.slot_at, row.failed_at = now, None
             return 0.0, False
         oldest = session.scalar(
             select(func.min(GitHubWrite.slot_at)).where(GitHubWrite.slot_at >= window)
         )
         frees = (_aware(oldest) - window).total_seconds() if oldest is not None else 1.0
         return max(frees, 0.05), False
+
+
+def _ended(row: GitHubWrite) -> bool:
+    """Whether the attempt holding ``row``'s slot has failed (not in flight any more)."""
+    return (
+        row.failed_at is not None
+        and row.slot_at is not None
+        and (_aware(row.failed_at) >= _aware(row.slot_at))
+    )
+
+
+def _mark_failed(settings: Settings, key: str) -> None:
+    """Say this attempt at ``key`` is over without an answer (best effort: with the database
+    down the next attempt waits for the slot to expire, as after a crash)."""
+    with contextlib.suppress(SQLAlchemyError), session_scope(settings.resolved_database_url) as s:
+        row = s.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        if row is not None and row.remote_id is None:
+            row.failed_at = utcnow()
 
 
 def _aware(moment: datetime) -> datetime:
@@ -206,7 +226,8 @@ def write_once(
     No slot under the cap: ``NoSlot`` (a task is retried when one frees, so a spent budget never
     holds a worker: ``bot.pipeline.task_base``); with ``wait``, sleep until one frees instead.
     Another attempt sending this same write (another worker or replica): its answer is awaited
-    for up to ``IN_FLIGHT_WAIT_S``, then ``NoSlot`` until its slot expires.
+    for up to ``IN_FLIGHT_WAIT_S``, then ``NoSlot`` until its slot expires. An attempt that
+    failed (it raised: ``failed_at``) is not waited for: GitHub is looked at, then it is sent.
     """
     key = stored_key(key)
     polled, look = 0.0, True
@@ -230,13 +251,17 @@ def write_once(
         if not wait:
             raise NoSlot(wait_s)
         sleep(min(wait_s, WINDOW_S))
-    written = retry.call(
-        post,
-        attempts=settings.github_retry_attempts,
-        backoff_s=settings.github_retry_backoff_s,
-        max_wait_s=settings.github_max_wait_s,
-        reconcile=find,
-    )
+    try:
+        written = retry.call(
+            post,
+            attempts=settings.github_retry_attempts,
+            backoff_s=settings.github_retry_backoff_s,
+            max_wait_s=settings.github_max_wait_s,
+            reconcile=find,
+        )
+    except Exception:
+        _mark_failed(settings, key)
+        raise
     _record(settings, key, written)
     return written
 

@@ -244,3 +244,45 @@ def test_one_key_written_at_once_by_two_processes_is_posted_once(gh_settings, gi
     got = sorted(answers.get(timeout=5) for _ in workers)
     assert got[0] == got[1] and not got[0].startswith("raised"), got
     assert github_api.comment_bodies(REPO, pull) == ["once, two processes"]
+
+
+def test_after_a_failed_attempt_the_next_looks_on_github_then_sends_at_once(gh_settings):
+    """An attempt that raised is over: the task's retry does not wait for it (before, it polled
+    10 s for an answer that would never come, then waited for the slot to expire)."""
+    key, sleeps, looked = "comment:fails-once", [], []
+
+    def unanswered() -> Written:
+        raise ConnectionError("GitHub did not answer")
+
+    def find() -> Written | None:
+        looked.append(key)  # the failed attempt may have landed: looked for before sending
+        return None
+
+    def write(post):  # type: ignore[no-untyped-def]
+        return write_once(
+            gh_settings, key=key, kind="comment", repository=REPO, target="7",
+            post=post, find=find, sleep=sleeps.append,
+        )  # fmt: skip
+
+    with pytest.raises(ConnectionError):
+        write(unanswered)
+    assert write(lambda: Written("41", None, fresh=True)).remote_id == "41"
+    assert looked == [key] and sleeps == []
+    with session_scope(gh_settings.resolved_database_url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        assert row is not None and row.failed_at is None and row.remote_id == "41"
+        assert writes_in_last_minute(session) == 1  # the retry took the slot over
+
+
+def test_an_attempt_still_in_flight_is_waited_for_not_sent_again(gh_settings):
+    """Only a failed attempt is skipped: one that holds the slot without an answer yet (another
+    worker sending it now) is polled for, then ``NoSlot``."""
+    key, sleeps = "comment:in-flight", []
+    with session_scope(gh_settings.resolved_database_url) as session:
+        session.add(GitHubWrite(key=key, kind="comment", repository=REPO, slot_at=utcnow()))
+    with pytest.raises(NoSlot):
+        write_once(
+            gh_settings, key=key, kind="comment", repository=REPO, target="7",
+            post=lambda: Written("41", None, fresh=True), find=lambda: None, sleep=sleeps.append,
+        )  # fmt: skip
+    assert len(sleeps) >= 50  # polled for its answer (simulated time)
