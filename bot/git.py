@@ -11,7 +11,7 @@ import fcntl
 import os
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +47,27 @@ def updating(repo: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def fetch_mirror(
+    path: Path,
+    remote: str,
+    refspecs: Sequence[str],
+    run: Callable[..., object],
+    *,
+    then: Sequence[Sequence[str]] = (),
+) -> Path:
+    """Fetch ``refspecs`` from ``remote`` into the bare mirror at ``path`` (made when missing;
+    forced, pruned), then run each git command of ``then`` in it: all while ``updating`` it.
+    ``run(repo, *args)`` is the forge's own git, its credentials bound."""
+    with updating(path):
+        if not (path / "HEAD").exists():
+            path.mkdir(parents=True, exist_ok=True)
+            run(path, "init", "--quiet", "--bare")
+        run(path, "fetch", "--quiet", "--prune", "--force", remote, *refspecs)
+        for command in then:
+            run(path, *command)
+    return path
 
 
 def git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:

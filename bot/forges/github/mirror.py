@@ -9,13 +9,14 @@ no error message, process list or reflog.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import subprocess
 from pathlib import Path
 
 from bot.config import Settings
-from bot.git import GIT_TIMEOUT_S, GitError, updating
+from bot.git import GIT_TIMEOUT_S, GitError, fetch_mirror, updating
 
 REPOSITORY_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
@@ -66,26 +67,16 @@ def sync_mirror(settings: Settings, repository: str, token: str | None) -> Path:
     if not is_github_repository(repository):
         raise GitError(f"not a GitHub repository name: {repository!r}")
     path = (settings.github_mirrors_dir / f"{repository}.git").resolve()
-    with updating(path):
-        if not (path / "HEAD").exists():
-            path.mkdir(parents=True, exist_ok=True)
-            _git(path, "init", "--quiet", "--bare")
-        _git(
-            path,
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--force",
-            remote_url(settings, repository),
-            "+refs/heads/*:refs/heads/*",
-            "+refs/pull/*/head:refs/pull/*/head",
-            token=token,
-        )
-        # Path-limited history walks (learned migrations look up the commit that changed a
-        # base class) read changed-path Bloom filters from here: several times faster on long
-        # histories. Incremental (--split): only the commits this fetch brought are added.
-        _git(path, "commit-graph", "write", "--reachable", "--changed-paths", "--split")
-    return path
+    # Path-limited history walks (learned migrations look up the commit that changed a base
+    # class) read changed-path Bloom filters from the commit-graph: several times faster on
+    # long histories. Incremental (--split): only the commits this fetch brought are added.
+    return fetch_mirror(
+        path,
+        remote_url(settings, repository),
+        ["+refs/heads/*:refs/heads/*", "+refs/pull/*/head:refs/pull/*/head"],
+        functools.partial(_git, token=token),
+        then=[["commit-graph", "write", "--reachable", "--changed-paths", "--split"]],
+    )
 
 
 def push_branch(

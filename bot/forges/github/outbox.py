@@ -156,8 +156,9 @@ def reserve_slot(settings: Settings, key: str) -> float:
     return _reserve(settings, key)[0]
 
 
-def _reserve(settings: Settings, key: str) -> tuple[float, bool]:
-    """``reserve_slot``'s answer, and whether the wait is for another attempt at this write.
+def _reserve(settings: Settings, key: str) -> tuple[float, bool, datetime | None]:
+    """``reserve_slot``'s answer, whether the wait is for another attempt at this write, and
+    the slot this call took (None: it took none).
 
     Race-free across processes: the row is read after the lock that serialises reservations
     (an advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so of two processes that
@@ -172,34 +173,29 @@ def _reserve(settings: Settings, key: str) -> tuple[float, bool]:
         now = utcnow()
         window = now - timedelta(seconds=WINDOW_S)
         if row.remote_id is not None:  # another attempt sent it since: ``_claim`` returns it
-            return 0.05, True
-        if row.slot_at is not None and _aware(row.slot_at) >= window and not _ended(row):
-            return max((_aware(row.slot_at) - window).total_seconds(), 0.05), True
+            return 0.05, True, None
+        held = row.slot_at if row.failed_at is None else None  # a failed attempt's is free
+        if held is not None and _aware(held) >= window:
+            return max((_aware(held) - window).total_seconds(), 0.05), True, None
         if writes_in_last_minute(session) < settings.github_writes_per_minute:
             row.slot_at, row.failed_at = now, None
-            return 0.0, False
+            return 0.0, False, now
         oldest = session.scalar(
             select(func.min(GitHubWrite.slot_at)).where(GitHubWrite.slot_at >= window)
         )
         frees = (_aware(oldest) - window).total_seconds() if oldest is not None else 1.0
-        return max(frees, 0.05), False
+        return max(frees, 0.05), False, None
 
 
-def _ended(row: GitHubWrite) -> bool:
-    """Whether the attempt holding ``row``'s slot has failed (not in flight any more)."""
-    return (
-        row.failed_at is not None
-        and row.slot_at is not None
-        and (_aware(row.failed_at) >= _aware(row.slot_at))
-    )
-
-
-def _mark_failed(settings: Settings, key: str) -> None:
-    """Say this attempt at ``key`` is over without an answer (best effort: with the database
-    down the next attempt waits for the slot to expire, as after a crash)."""
-    with contextlib.suppress(SQLAlchemyError), session_scope(settings.resolved_database_url) as s:
-        row = s.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
-        if row is not None and row.remote_id is None:
+def _mark_failed(settings: Settings, key: str, slot: datetime) -> None:
+    """Say the attempt at ``key`` that took ``slot`` is over without an answer, unless another
+    took the slot over meanwhile (its own attempt is in flight). Best effort: with the database
+    down the next attempt waits for the slot to expire, as after a crash."""
+    url = settings.resolved_database_url
+    with contextlib.suppress(SQLAlchemyError), session_scope(url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        held = None if row is None or row.slot_at is None else _aware(row.slot_at)
+        if row is not None and row.remote_id is None and held == _aware(slot):
             row.failed_at = utcnow()
 
 
@@ -240,8 +236,8 @@ def write_once(
             if found is not None:
                 _record(settings, key, found)
                 return found
-        wait_s, in_flight = _reserve(settings, key)
-        if wait_s <= 0:
+        wait_s, in_flight, slot = _reserve(settings, key)
+        if slot is not None:
             break
         if in_flight and polled < IN_FLIGHT_WAIT_S:
             sleep(IN_FLIGHT_POLL_S)  # polled for its answer, not looked for on GitHub
@@ -260,7 +256,7 @@ def write_once(
             reconcile=find,
         )
     except Exception:
-        _mark_failed(settings, key)
+        _mark_failed(settings, key, slot)
         raise
     _record(settings, key, written)
     return written

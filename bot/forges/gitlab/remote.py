@@ -10,13 +10,14 @@ Merge requests' heads are fetched too (``refs/merge-requests/N/head``).
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import subprocess
 from pathlib import Path
 
 from bot.config import Settings
 from bot.forges.gitlab.events import project_path
-from bot.git import GIT_TIMEOUT_S, GitError, updating
+from bot.git import GIT_TIMEOUT_S, GitError, fetch_mirror, updating
 
 
 def _git(repo: Path, *args: str, token: str) -> str:
@@ -53,23 +54,12 @@ def mirror_path(settings: Settings, project: str) -> Path:
 
 def sync_mirror(settings: Settings, project: str, token: str) -> Path:
     """A bare mirror of ``project`` with its branches and merge requests' heads, fetched now."""
-    path = mirror_path(settings, project)
-    with updating(path):
-        if not (path / "HEAD").exists():
-            path.mkdir(parents=True, exist_ok=True)
-            _git(path, "init", "--quiet", "--bare", token=token)
-        _git(
-            path,
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--force",
-            settings.gitlab_remote(project),
-            "+refs/heads/*:refs/heads/*",
-            "+refs/merge-requests/*/head:refs/merge-requests/*/head",
-            token=token,
-        )
-    return path
+    return fetch_mirror(
+        mirror_path(settings, project),
+        settings.gitlab_remote(project),
+        ["+refs/heads/*:refs/heads/*", "+refs/merge-requests/*/head:refs/merge-requests/*/head"],
+        functools.partial(_git, token=token),
+    )
 
 
 def push_branch(

@@ -286,3 +286,26 @@ def test_an_attempt_still_in_flight_is_waited_for_not_sent_again(gh_settings):
             post=lambda: Written("41", None, fresh=True), find=lambda: None, sleep=sleeps.append,
         )  # fmt: skip
     assert len(sleeps) >= 50  # polled for its answer (simulated time)
+
+
+def test_an_attempt_failing_after_another_took_its_slot_over_leaves_that_one_in_flight(
+    gh_settings,
+):
+    """A slow attempt whose slot expired and was taken over fails afterwards: the attempt now
+    holding the slot is still sending, so it is not marked failed (a third would send too)."""
+    key = "comment:overtaken"
+
+    def overtaken_then_unanswered() -> Written:
+        with session_scope(gh_settings.resolved_database_url) as session:
+            row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+            row.slot_at = utcnow() + timedelta(seconds=1)  # another attempt's, after expiry
+        raise ConnectionError("GitHub did not answer")
+
+    with pytest.raises(ConnectionError):
+        write_once(
+            gh_settings, key=key, kind="comment", repository=REPO, target="7",
+            post=overtaken_then_unanswered, find=lambda: None,
+        )  # fmt: skip
+    with session_scope(gh_settings.resolved_database_url) as session:
+        row = session.scalar(select(GitHubWrite).where(GitHubWrite.key == key))
+        assert row is not None and row.failed_at is None
